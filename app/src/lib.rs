@@ -1,0 +1,64 @@
+//! What the user sees: the HTML shell, the router and the pages.
+//!
+//! This crate is compiled twice: with `ssr` into the server (renders HTML) and with `hydrate`
+//! into the browser's wasm (takes over the rendered HTML). Nothing here touches a database or a
+//! model; server functions, when they come, fetch a backend handle from Leptos context.
+
+pub mod pages;
+
+use leptos::prelude::*;
+use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
+use leptos_router::{
+    StaticSegment,
+    components::{Route, Router, Routes},
+};
+
+/// The name the build gives the wasm/JS/CSS bundle (`/pkg/zenbu.js`, `/pkg/zenbu_bg.wasm`,
+/// `/pkg/zenbu.css`); the server passes it to Leptos so the hydration script finds them.
+pub const BUNDLE_NAME: &str = "zenbu";
+
+/// The HTML document around the app, rendered on the server only.
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html lang="en">
+            <head>
+                <meta charset="utf-8" />
+                <meta name="viewport" content="width=device-width, initial-scale=1" />
+                <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
+                <HydrationScripts options />
+                <MetaTags />
+            </head>
+            <body>
+                <App />
+            </body>
+        </html>
+    }
+}
+
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+    mark_hydrated();
+
+    view! {
+        <Stylesheet id="zenbu-css" href=format!("/pkg/{BUNDLE_NAME}.css") />
+        <Title text="Zenbu — find anime by description" />
+        <Router>
+            <Routes fallback=pages::NotFound>
+                <Route path=StaticSegment("") view=pages::HomePage />
+            </Routes>
+        </Router>
+    }
+}
+
+/// Sets `data-hydrated="true"` on `<body>` once the wasm has taken over the page. Effects never
+/// run on the server, so the attribute is a true signal that hydration finished (the Playwright
+/// suite waits for it before it clicks anything).
+fn mark_hydrated() {
+    Effect::new(move |_| {
+        if let Some(body) = document().body() {
+            let _ = body.set_attribute("data-hydrated", "true");
+        }
+    });
+}

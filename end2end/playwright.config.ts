@@ -1,0 +1,49 @@
+import { defineConfig } from '@playwright/test';
+
+// scripts/test builds the server and passes its path; the suite starts it on its own port with
+// its own database in the embedded PostgreSQL, and stops it afterwards.
+const port = process.env.E2E_PORT ?? '3100';
+const server = process.env.ZENBU_SERVER_BIN;
+if (!server) {
+  throw new Error('ZENBU_SERVER_BIN is not set: run the suite through scripts/test');
+}
+
+export default defineConfig({
+  testDir: './tests',
+  outputDir: './test-results',
+  timeout: 30_000,
+  workers: 1,
+  reporter: [['list']],
+  use: {
+    baseURL: `http://127.0.0.1:${port}`,
+    trace: 'retain-on-failure',
+    screenshot: 'only-on-failure',
+    launchOptions: {
+      // Debian's Chromium: Playwright's own browser downloads cannot work here.
+      executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+      // --no-sandbox because CI runs as root; the rest keep Chromium off the (closed) network.
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    },
+  },
+  webServer: {
+    command: `"${server}" serve`,
+    cwd: '..',
+    url: `http://127.0.0.1:${port}/healthz`,
+    timeout: 120_000,
+    reuseExistingServer: false,
+    stdout: 'pipe',
+    stderr: 'pipe',
+    env: {
+      ZENBU_ADDR: `127.0.0.1:${port}`,
+      ZENBU_PG_DATABASE: 'zenbu_e2e',
+    },
+  },
+});

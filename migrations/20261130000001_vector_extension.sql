@@ -1,0 +1,2 @@
+-- pgvector: stores embeddings and gives search its HNSW indexes.
+CREATE EXTENSION IF NOT EXISTS vector;

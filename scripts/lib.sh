@@ -1,0 +1,57 @@
+# Shared by scripts/run, scripts/test and scripts/build-site: where caches live and how the
+# pieces are built. Sourced, not run.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+# Downloads (PostgreSQL wheel, wasm-bindgen CLI) and the cargo target directory live outside the
+# checkout so that every clone on this machine, CI's included, reuses them.
+export ZENBU_CACHE_DIR=${ZENBU_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/zenbu}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ZENBU_CACHE_DIR/target}
+export ZENBU_SITE_ROOT=${ZENBU_SITE_ROOT:-$ROOT/target/site}
+TOOLS_DIR=$ZENBU_CACHE_DIR/tools
+
+step() { printf '\n==> %s\n' "$*" >&2; }
+
+# cargo build/test with --release when PROFILE=release.
+PROFILE=${PROFILE:-debug}
+cargo_profile_args() { [ "$PROFILE" = release ] && echo --release || true; }
+server_bin() { echo "$CARGO_TARGET_DIR/$PROFILE/server"; }
+
+ensure_toolchain() {
+  command -v cargo >/dev/null || { echo "cargo not found: install Rust with rustup first" >&2; exit 1; }
+  if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+    step "adding the wasm32-unknown-unknown target"
+    rustup target add wasm32-unknown-unknown
+  fi
+  # The CLI must be the exact version of the wasm-bindgen crate in Cargo.lock.
+  local version
+  version=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
+  if ! "$TOOLS_DIR/bin/wasm-bindgen" --version 2>/dev/null | grep -qx "wasm-bindgen $version"; then
+    step "installing wasm-bindgen-cli $version into $TOOLS_DIR (once; a few minutes)"
+    # Not --locked: one of its locked dependency versions is missing from the registry.
+    cargo install wasm-bindgen-cli --version "$version" --root "$TOOLS_DIR" --force
+  fi
+}
+
+# The browser bundle: the frontend crate compiled to wasm, wasm-bindgen's JS glue, the CSS and
+# the files of public/, laid out in $ZENBU_SITE_ROOT the way the server serves them.
+build_site() {
+  local wasm_profile_args=() wasm_dir=debug
+  if [ "$PROFILE" = release ]; then wasm_profile_args=(--profile wasm-release); wasm_dir=wasm-release; fi
+  step "building the browser bundle ($wasm_dir)"
+  cargo build -p frontend --lib --target wasm32-unknown-unknown "${wasm_profile_args[@]}"
+  local staging="$ZENBU_SITE_ROOT.new"
+  rm -rf "$staging" && mkdir -p "$staging/pkg"
+  cp -R public/. "$staging/"
+  "$TOOLS_DIR/bin/wasm-bindgen" --target web --no-typescript --out-name zenbu \
+    --out-dir "$staging/pkg" "$CARGO_TARGET_DIR/wasm32-unknown-unknown/$wasm_dir/frontend.wasm"
+  cp style/main.css "$staging/pkg/zenbu.css"
+  rm -rf "$ZENBU_SITE_ROOT" && mv "$staging" "$ZENBU_SITE_ROOT"
+}
+
+build_server() {
+  step "building the server ($PROFILE)"
+  cargo build -p server $(cargo_profile_args)
+}

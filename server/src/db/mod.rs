@@ -1,0 +1,157 @@
+//! The database: which PostgreSQL to use, the connection pool, the pgvector check and the
+//! migrations.
+
+pub mod embedded;
+
+use std::time::Duration;
+
+use sqlx::{PgPool, migrate::Migrator, postgres::PgPoolOptions};
+
+use crate::config::Config;
+use embedded::EmbeddedPostgres;
+
+/// The schema steps in `migrations/`, embedded in the binary at build time.
+pub static MIGRATOR: Migrator = sqlx::migrate!("../migrations");
+
+/// Oldest pgvector with HNSW indexes, which search relies on.
+pub const MIN_PGVECTOR: &str = "0.5";
+
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    #[error("embedded PostgreSQL: {0:#}")]
+    Embedded(anyhow::Error),
+    #[error("cannot connect to PostgreSQL: {0}")]
+    Connect(#[source] sqlx::Error),
+    #[error(
+        "pgvector is not available on this PostgreSQL server; Zenbu needs the `vector` extension \
+         (pgvector >= {MIN_PGVECTOR}) installed on the server, or unset DATABASE_URL to use the \
+         embedded one"
+    )]
+    PgvectorMissing,
+    #[error(
+        "pgvector {0} is too old; Zenbu needs >= {MIN_PGVECTOR} (HNSW indexes)"
+    )]
+    PgvectorTooOld(String),
+    #[error("migrations failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error(transparent)]
+    Query(#[from] sqlx::Error),
+}
+
+/// The URL of the database to use: `DATABASE_URL` when set, else the embedded server, started
+/// (and installed, initialised, given its database) when needed.
+pub async fn database_url(config: &Config) -> Result<String, DbError> {
+    if let Some(url) = &config.database_url {
+        return Ok(url.clone());
+    }
+    let embedded = EmbeddedPostgres::from_config(&config.embedded).map_err(DbError::Embedded)?;
+    let starter = embedded.clone();
+    tokio::task::spawn_blocking(move || starter.start())
+        .await
+        .map_err(|join| DbError::Embedded(join.into()))?
+        .map_err(DbError::Embedded)?;
+    ensure_database(&embedded).await?;
+    embedded.url().map_err(DbError::Embedded)
+}
+
+/// Creates the app's database in the embedded server when it does not exist yet.
+async fn ensure_database(embedded: &EmbeddedPostgres) -> Result<(), DbError> {
+    let admin_url = embedded.url_for("postgres").map_err(DbError::Embedded)?;
+    let admin = PgPoolOptions::new()
+        .max_connections(1)
+        .connect(&admin_url)
+        .await
+        .map_err(DbError::Connect)?;
+    let exists: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
+            .bind(embedded.database())
+            .fetch_one(&admin)
+            .await?;
+    if !exists {
+        // The name was validated as a plain identifier; CREATE DATABASE takes no parameters.
+        sqlx::query(&format!("CREATE DATABASE \"{}\"", embedded.database()))
+            .execute(&admin)
+            .await?;
+    }
+    admin.close().await;
+    Ok(())
+}
+
+/// Opens the pool and checks that pgvector can be used. A short acquire timeout makes requests
+/// fail fast (503) while the database is down instead of hanging.
+pub async fn connect(url: &str) -> Result<PgPool, DbError> {
+    let pool = PgPoolOptions::new()
+        .max_connections(16)
+        .acquire_timeout(Duration::from_secs(3))
+        .connect(url)
+        .await
+        .map_err(DbError::Connect)?;
+    check_pgvector(&pool).await?;
+    Ok(pool)
+}
+
+/// Fails with a clear error unless the server offers pgvector >= [`MIN_PGVECTOR`]; returns the
+/// version it offers.
+pub async fn check_pgvector(pool: &PgPool) -> Result<String, DbError> {
+    let available: Option<String> = sqlx::query_scalar(
+        "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'",
+    )
+    .fetch_optional(pool)
+    .await?;
+    pgvector_usable(available)
+}
+
+fn pgvector_usable(available: Option<String>) -> Result<String, DbError> {
+    let version = available.ok_or(DbError::PgvectorMissing)?;
+    if major_minor(&version) < major_minor(MIN_PGVECTOR) {
+        return Err(DbError::PgvectorTooOld(version));
+    }
+    Ok(version)
+}
+
+fn major_minor(version: &str) -> (u32, u32) {
+    let mut parts = version.split('.').map(|part| part.parse::<u32>().unwrap_or(0));
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+}
+
+pub async fn migrate(pool: &PgPool) -> Result<(), DbError> {
+    MIGRATOR.run(pool).await?;
+    Ok(())
+}
+
+/// Versions reported by `/healthz`.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Versions {
+    pub postgres: String,
+    pub pgvector: Option<String>,
+}
+
+pub async fn versions(pool: &PgPool) -> Result<Versions, sqlx::Error> {
+    let postgres: String = sqlx::query_scalar("SHOW server_version").fetch_one(pool).await?;
+    let pgvector: Option<String> =
+        sqlx::query_scalar("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            .fetch_optional(pool)
+            .await?;
+    Ok(Versions { postgres, pgvector })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pgvector_version_gate() {
+        assert!(matches!(pgvector_usable(None), Err(DbError::PgvectorMissing)));
+        assert!(matches!(pgvector_usable(Some("0.4.4".into())), Err(DbError::PgvectorTooOld(v)) if v == "0.4.4"));
+        assert_eq!(pgvector_usable(Some("0.5.0".into())).unwrap(), "0.5.0");
+        assert_eq!(pgvector_usable(Some("0.8.5".into())).unwrap(), "0.8.5");
+        assert_eq!(pgvector_usable(Some("1.0".into())).unwrap(), "1.0");
+    }
+
+    #[test]
+    fn missing_pgvector_message_says_what_to_do() {
+        let message = DbError::PgvectorMissing.to_string();
+        assert!(message.contains("pgvector >= 0.5"), "{message}");
+        assert!(message.contains("DATABASE_URL"), "{message}");
+    }
+}

@@ -1,0 +1,42 @@
+//! The one error type of the HTTP boundary and how each case becomes a response.
+
+use axum::{
+    Json,
+    http::StatusCode,
+    response::{IntoResponse, Response},
+};
+use serde_json::json;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// The database could not be reached or did not answer in time: the request may succeed
+    /// later, so 503 rather than 500.
+    #[error("the database is unavailable")]
+    DatabaseUnavailable(#[source] sqlx::Error),
+    #[error("internal error")]
+    Internal(#[source] anyhow::Error),
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(error: sqlx::Error) -> Self {
+        match error {
+            sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_) => ApiError::DatabaseUnavailable(error),
+            other => ApiError::Internal(other.into()),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = match &self {
+            ApiError::DatabaseUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        // The cause goes to the log, never to the client.
+        tracing::error!(error = ?self, "request failed");
+        (status, Json(json!({ "status": "error", "error": self.to_string() }))).into_response()
+    }
+}

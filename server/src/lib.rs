@@ -1,0 +1,8 @@
+//! Zenbu's server: the axum binary, its command line and the backend services.
+//!
+//! One module per capability; `main.rs` only parses the command line and calls [`cli::run`].
+
+pub mod cli;
+pub mod config;
+pub mod db;
+pub mod http;
