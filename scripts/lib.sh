@@ -5,6 +5,9 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
+# The same .env the server reads, so that scripts and server agree on folders and ports.
+if [ -f .env ]; then set -a; source .env; set +a; fi
+
 # Downloads (PostgreSQL wheel, wasm-bindgen CLI) and the cargo target directory live outside the
 # checkout so that every clone on this machine, CI's included, reuses them.
 export ZENBU_CACHE_DIR=${ZENBU_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/zenbu}

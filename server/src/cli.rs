@@ -4,6 +4,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
 use crate::{
+    catalog,
     config::Config,
     db::{self, embedded::EmbeddedPostgres},
     http,
@@ -25,11 +26,33 @@ pub enum Command {
     Serve,
     /// Apply pending migrations and exit.
     Migrate,
+    /// Load anime into the catalog and rebuild franchises, premises and documents.
+    Ingest(IngestArgs),
+    /// Print an anime's stored document, and for a franchise member also the document it would
+    /// have without the franchise premise.
+    Document {
+        /// AniList id.
+        id: i32,
+    },
     /// Manage the embedded PostgreSQL (used when DATABASE_URL is not set).
     Db {
         #[command(subcommand)]
         action: DbAction,
     },
+}
+
+#[derive(Debug, clap::Args)]
+#[group(required = true, multiple = false, id = "input")]
+pub struct IngestArgs {
+    /// An AniList Media JSONL file, plain or gzip (e.g. ../shared/catalog/media.jsonl.gz).
+    #[arg(long, value_name = "FILE", group = "input")]
+    pub from: Option<std::path::PathBuf>,
+    /// The bundled demo catalog.
+    #[arg(long, group = "input")]
+    pub demo: bool,
+    /// Keep entries AniList marks as adult (skipped by default).
+    #[arg(long)]
+    pub include_adult: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -54,13 +77,45 @@ pub async fn run(cli: Cli) -> Result<()> {
             println!("migrations applied");
             Ok(())
         }
+        Command::Ingest(args) => ingest(&config, args).await,
+        Command::Document { id } => {
+            let pool = db::connect(&db::database_url(&config).await?).await?;
+            let (stored, plain) = catalog::store::document_with_and_without_premise(&pool, id)
+                .await?
+                .with_context(|| format!("no anime {id} in the catalog"))?;
+            println!("stored document:\n{stored}");
+            if stored != plain {
+                println!("\nwithout the franchise premise:\n{plain}");
+            }
+            Ok(())
+        }
         Command::Db { action } => db_command(&config, action).await,
     }
+}
+
+async fn ingest(config: &Config, args: IngestArgs) -> Result<()> {
+    let media = match &args.from {
+        Some(path) => catalog::import::read_media_file(path)?,
+        None => catalog::import::demo_catalog(),
+    };
+    let pool = db::connect(&db::database_url(config).await?).await?;
+    db::migrate(&pool).await?;
+    let report = catalog::ingest(&pool, &media, args.include_adult, &config.embedding_model).await?;
+    println!("{report}");
+    Ok(())
 }
 
 async fn serve(config: Config) -> Result<()> {
     let pool = db::connect(&db::database_url(&config).await?).await?;
     db::migrate(&pool).await?;
+    if let Some(report) = catalog::load_demo_if_empty(&pool, &config.embedding_model).await? {
+        tracing::info!(
+            anime = report.documents.anime,
+            franchises = report.documents.franchises,
+            seconds = report.elapsed.as_secs_f64(),
+            "empty catalog: loaded the bundled demo catalog"
+        );
+    }
     let state = http::AppState::new(pool, &config.site_root);
     if !config.site_root.join("pkg").join(format!("{}.js", app::BUNDLE_NAME)).exists() {
         tracing::warn!(site_root = %config.site_root.display(), "no built site found: pages will render but not hydrate (run scripts/build-site)");

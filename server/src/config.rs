@@ -22,6 +22,11 @@ pub struct Config {
     #[arg(long, env = "ZENBU_SITE_ROOT", default_value = "target/site", global = true)]
     pub site_root: PathBuf,
 
+    /// Embedding model whose name goes into each document's content hash (vectors are stored
+    /// per model, so switching models never mixes them).
+    #[arg(long, env = "ZENBU_EMBEDDING_MODEL", default_value = "multilingual-e5-small", global = true)]
+    pub embedding_model: String,
+
     #[command(flatten)]
     pub embedded: EmbeddedConfig,
 }

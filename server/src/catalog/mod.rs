@@ -1,0 +1,72 @@
+//! The catalog: getting anime in (AniList, JSONL files, the bundled demo) and turning each into
+//! the one document search indexes.
+
+pub mod document;
+pub mod franchise;
+pub mod import;
+pub mod media;
+pub mod store;
+
+use std::time::{Duration, Instant};
+
+use sqlx::PgPool;
+
+pub use store::{DocumentCounts, LoadCounts};
+
+/// What one ingest did, printed by `server ingest` and logged at startup.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct IngestReport {
+    pub load: LoadCounts,
+    pub documents: DocumentCounts,
+    #[serde(with = "seconds")]
+    pub elapsed: Duration,
+}
+
+/// Loads `media` into the catalog and rebuilds franchises, premises and documents.
+pub async fn ingest(
+    pool: &PgPool,
+    media: &[Media],
+    include_adult: bool,
+    model: &str,
+) -> Result<IngestReport, sqlx::Error> {
+    let started = Instant::now();
+    let load = store::upsert_media(pool, media, include_adult).await?;
+    let documents = store::rebuild_documents(pool, model).await?;
+    Ok(IngestReport { load, documents, elapsed: started.elapsed() })
+}
+
+/// Loads the bundled demo catalog when the catalog is empty (a fresh install); returns what it
+/// did, or `None` when there was already a catalog.
+pub async fn load_demo_if_empty(pool: &PgPool, model: &str) -> Result<Option<IngestReport>, sqlx::Error> {
+    let empty: bool = sqlx::query_scalar("SELECT NOT EXISTS (SELECT 1 FROM anime)").fetch_one(pool).await?;
+    if !empty {
+        return Ok(None);
+    }
+    Ok(Some(ingest(pool, &import::demo_catalog(), false, model).await?))
+}
+
+pub use media::Media;
+
+mod seconds {
+    pub fn serialize<S: serde::Serializer>(d: &std::time::Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+}
+
+impl std::fmt::Display for IngestReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (l, d) = (&self.load, &self.documents);
+        writeln!(f, "anime received       {:>6}", l.received)?;
+        writeln!(f, "  inserted           {:>6}", l.inserted)?;
+        writeln!(f, "  updated            {:>6}", l.updated)?;
+        writeln!(f, "  unchanged          {:>6}", l.unchanged)?;
+        writeln!(f, "  skipped (adult)    {:>6}", l.skipped_adult)?;
+        writeln!(f, "catalog size         {:>6}", d.anime)?;
+        writeln!(f, "franchises           {:>6}", d.franchises)?;
+        writeln!(f, "  with a premise     {:>6}", d.franchises_with_premise)?;
+        writeln!(f, "  premises created   {:>6}", d.premises_created)?;
+        writeln!(f, "documents written    {:>6}", d.documents_written)?;
+        writeln!(f, "documents unchanged  {:>6}", d.documents_unchanged)?;
+        write!(f, "elapsed              {:>6.2} s", self.elapsed.as_secs_f64())
+    }
+}

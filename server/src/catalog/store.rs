@@ -1,0 +1,292 @@
+//! Catalog writes. Everything compares before it writes, so re-ingesting unchanged data touches
+//! no row (and the search issue's "embed only what changed" stays true).
+
+use std::collections::HashMap;
+
+use sha2::{Digest, Sha256};
+use sqlx::{PgPool, Postgres, Transaction, types::Json};
+
+use super::{
+    document::{self, Premise, hex},
+    franchise::{self, Franchise, LOCAL_GENERATOR},
+    media::Media,
+};
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct LoadCounts {
+    pub received: usize,
+    pub skipped_adult: usize,
+    pub inserted: usize,
+    pub updated: usize,
+    pub unchanged: usize,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct DocumentCounts {
+    pub anime: usize,
+    pub franchises: usize,
+    pub franchises_with_premise: usize,
+    pub premises_created: usize,
+    pub documents_written: usize,
+    pub documents_unchanged: usize,
+}
+
+/// sha256 of the Media as we store it; equal hashes mean nothing to write.
+pub fn source_hash(media: &Media) -> String {
+    let json = serde_json::to_string(media).expect("Media always serialises");
+    hex(&Sha256::digest(json.as_bytes()))
+}
+
+/// Upserts `batch` in one transaction: new anime inserted, changed ones updated (with their
+/// relation edges replaced), unchanged ones left alone. Adult entries are skipped unless asked.
+pub async fn upsert_media(
+    pool: &PgPool,
+    batch: &[Media],
+    include_adult: bool,
+) -> Result<LoadCounts, sqlx::Error> {
+    let mut counts = LoadCounts { received: batch.len(), ..Default::default() };
+    let mut tx = pool.begin().await?;
+    let ids: Vec<i32> = batch.iter().map(|m| m.id).collect();
+    let mut known: HashMap<i32, String> =
+        sqlx::query_as::<_, (i32, String)>("SELECT id, source_hash FROM anime WHERE id = ANY($1)")
+            .bind(&ids)
+            .fetch_all(&mut *tx)
+            .await?
+            .into_iter()
+            .collect();
+    for media in batch {
+        if media.is_adult() && !include_adult {
+            counts.skipped_adult += 1;
+            continue;
+        }
+        let hash = source_hash(media);
+        match known.get(&media.id) {
+            Some(stored) if *stored == hash => {
+                counts.unchanged += 1;
+                continue;
+            }
+            Some(_) => counts.updated += 1,
+            None => counts.inserted += 1,
+        }
+        write_anime(&mut tx, media, &hash).await?;
+        known.insert(media.id, hash);
+    }
+    tx.commit().await?;
+    Ok(counts)
+}
+
+async fn write_anime(
+    tx: &mut Transaction<'_, Postgres>,
+    media: &Media,
+    hash: &str,
+) -> Result<(), sqlx::Error> {
+    let start = media.start_date.unwrap_or_default();
+    sqlx::query(
+        "INSERT INTO anime (id, id_mal, title_romaji, title_english, title_native, synonyms,
+             format, season, season_year, start_year, start_month, start_day, description_raw,
+             description, genres, tags, average_score, popularity, is_adult, raw, source_hash)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
+                 $19, $20, $21)
+         ON CONFLICT (id) DO UPDATE SET
+             id_mal = EXCLUDED.id_mal, title_romaji = EXCLUDED.title_romaji,
+             title_english = EXCLUDED.title_english, title_native = EXCLUDED.title_native,
+             synonyms = EXCLUDED.synonyms, format = EXCLUDED.format, season = EXCLUDED.season,
+             season_year = EXCLUDED.season_year, start_year = EXCLUDED.start_year,
+             start_month = EXCLUDED.start_month, start_day = EXCLUDED.start_day,
+             description_raw = EXCLUDED.description_raw, description = EXCLUDED.description,
+             genres = EXCLUDED.genres, tags = EXCLUDED.tags,
+             average_score = EXCLUDED.average_score, popularity = EXCLUDED.popularity,
+             is_adult = EXCLUDED.is_adult, raw = EXCLUDED.raw,
+             source_hash = EXCLUDED.source_hash, updated_at = now()",
+    )
+    .bind(media.id)
+    .bind(media.id_mal)
+    .bind(&media.title.romaji)
+    .bind(&media.title.english)
+    .bind(&media.title.native)
+    .bind(&media.synonyms)
+    .bind(&media.format)
+    .bind(&media.season)
+    .bind(media.season_year)
+    .bind(start.year)
+    .bind(start.month)
+    .bind(start.day)
+    .bind(&media.description)
+    .bind(media.description.as_deref().map(document::clean_description))
+    .bind(&media.genres)
+    .bind(Json(&media.tags))
+    .bind(media.average_score)
+    .bind(media.popularity)
+    .bind(media.is_adult())
+    .bind(Json(media))
+    .bind(hash)
+    .execute(&mut **tx)
+    .await?;
+
+    sqlx::query("DELETE FROM anime_relations WHERE anime_id = $1")
+        .bind(media.id)
+        .execute(&mut **tx)
+        .await?;
+    let edges = media.relation_edges();
+    sqlx::query(
+        "INSERT INTO anime_relations (anime_id, related_id, relation_type, related_format)
+         SELECT $1, * FROM UNNEST($2::int[], $3::text[], $4::text[])
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(media.id)
+    .bind(edges.iter().map(|e| e.node.id).collect::<Vec<_>>())
+    .bind(edges.iter().map(|e| e.relation_type.clone()).collect::<Vec<_>>())
+    .bind(edges.iter().map(|e| e.node.format.clone()).collect::<Vec<_>>())
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Recomputes franchises, premises and documents from the stored catalog, writing only what
+/// changed. `model` is the embedding model whose name goes into each content hash.
+pub async fn rebuild_documents(pool: &PgPool, model: &str) -> Result<DocumentCounts, sqlx::Error> {
+    let catalog: Vec<Media> = sqlx::query_scalar::<_, Json<Media>>("SELECT raw FROM anime ORDER BY id")
+        .fetch_all(pool)
+        .await?
+        .into_iter()
+        .map(|json| json.0)
+        .collect();
+    let by_id: HashMap<i32, &Media> = catalog.iter().map(|m| (m.id, m)).collect();
+    let franchises = franchise::franchises(&catalog);
+    let mut counts = DocumentCounts {
+        anime: catalog.len(),
+        franchises: franchises.len(),
+        ..Default::default()
+    };
+
+    let mut tx = pool.begin().await?;
+    write_franchises(&mut tx, &franchises).await?;
+
+    // Premises: reuse the stored one for the same franchise, method and inputs.
+    let stored: HashMap<(i32, String), String> = sqlx::query_as::<_, (i32, String, String)>(
+        "SELECT root_id, inputs_hash, premise FROM franchise_premises WHERE generator = $1",
+    )
+    .bind(LOCAL_GENERATOR)
+    .fetch_all(&mut *tx)
+    .await?
+    .into_iter()
+    .map(|(root, inputs, premise)| ((root, inputs), premise))
+    .collect();
+    let mut premise_of: HashMap<i32, Premise> = HashMap::new();
+    for franchise in &franchises {
+        let inputs = franchise::premise_inputs_hash(franchise, &by_id);
+        let root_title = by_id[&franchise.root_id].main_title().unwrap_or_default().to_string();
+        let premise = match stored.get(&(franchise.root_id, inputs.clone())) {
+            Some(text) => Some(Premise { root_title, text: text.clone() }),
+            None => {
+                let premise = franchise::local_premise(franchise, &by_id);
+                if let Some(premise) = &premise {
+                    sqlx::query(
+                        "INSERT INTO franchise_premises (root_id, generator, inputs_hash, premise)
+                         VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                    )
+                    .bind(franchise.root_id)
+                    .bind(LOCAL_GENERATOR)
+                    .bind(&inputs)
+                    .bind(&premise.text)
+                    .execute(&mut *tx)
+                    .await?;
+                    counts.premises_created += 1;
+                }
+                premise
+            }
+        };
+        if let Some(premise) = premise {
+            counts.franchises_with_premise += 1;
+            for &member in franchise.members.iter().filter(|&&id| id != franchise.root_id) {
+                premise_of.insert(member, premise.clone());
+            }
+        }
+    }
+
+    let existing: HashMap<i32, (String, String)> =
+        sqlx::query_as::<_, (i32, String, String)>("SELECT anime_id, content_hash, model FROM documents")
+            .fetch_all(&mut *tx)
+            .await?
+            .into_iter()
+            .map(|(id, hash, model)| (id, (hash, model)))
+            .collect();
+    for media in &catalog {
+        let body = document::build_document(media, premise_of.get(&media.id));
+        let hash = document::content_hash(model, &body);
+        if existing.get(&media.id).is_some_and(|(stored, m)| *stored == hash && m == model) {
+            counts.documents_unchanged += 1;
+            continue;
+        }
+        sqlx::query(
+            "INSERT INTO documents (anime_id, body, model, content_hash) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (anime_id) DO UPDATE SET body = EXCLUDED.body, model = EXCLUDED.model,
+                 content_hash = EXCLUDED.content_hash, built_at = now()",
+        )
+        .bind(media.id)
+        .bind(&body)
+        .bind(model)
+        .bind(&hash)
+        .execute(&mut *tx)
+        .await?;
+        counts.documents_written += 1;
+    }
+    tx.commit().await?;
+    Ok(counts)
+}
+
+/// Makes the `franchises` table and `anime.franchise_root_id` match `franchises`, touching only
+/// rows that differ.
+async fn write_franchises(
+    tx: &mut Transaction<'_, Postgres>,
+    franchises: &[Franchise],
+) -> Result<(), sqlx::Error> {
+    let roots: Vec<i32> = franchises.iter().map(|f| f.root_id).collect();
+    let sizes: Vec<i32> = franchises.iter().map(|f| f.members.len() as i32).collect();
+    sqlx::query(
+        "INSERT INTO franchises (root_id, member_count) SELECT * FROM UNNEST($1::int[], $2::int[])
+         ON CONFLICT (root_id) DO UPDATE SET member_count = EXCLUDED.member_count
+         WHERE franchises.member_count IS DISTINCT FROM EXCLUDED.member_count",
+    )
+    .bind(&roots)
+    .bind(&sizes)
+    .execute(&mut **tx)
+    .await?;
+
+    let (members, member_roots): (Vec<i32>, Vec<i32>) = franchises
+        .iter()
+        .flat_map(|f| f.members.iter().map(move |&m| (m, f.root_id)))
+        .unzip();
+    sqlx::query(
+        "UPDATE anime SET franchise_root_id = assigned.root_id
+         FROM (SELECT a.id, f.root_id FROM anime a
+               LEFT JOIN UNNEST($1::int[], $2::int[]) AS f(member_id, root_id) ON f.member_id = a.id
+              ) AS assigned
+         WHERE anime.id = assigned.id
+           AND anime.franchise_root_id IS DISTINCT FROM assigned.root_id",
+    )
+    .bind(&members)
+    .bind(&member_roots)
+    .execute(&mut **tx)
+    .await?;
+    sqlx::query("DELETE FROM franchises WHERE root_id <> ALL($1)")
+        .bind(&roots)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// The stored document of `id` and the one the template gives without a premise; `None` when
+/// the anime or its document is missing.
+pub async fn document_with_and_without_premise(
+    pool: &PgPool,
+    id: i32,
+) -> Result<Option<(String, String)>, sqlx::Error> {
+    let row: Option<(String, Json<Media>)> = sqlx::query_as(
+        "SELECT d.body, a.raw FROM documents d JOIN anime a ON a.id = d.anime_id WHERE a.id = $1",
+    )
+    .bind(id)
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(|(stored, media)| (stored, document::build_document(&media.0, None))))
+}
