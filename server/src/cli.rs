@@ -34,6 +34,8 @@ pub enum Command {
         /// AniList id.
         id: i32,
     },
+    /// Run the fake AniList GraphQL server (for trying the crawler by hand).
+    FakeAnilist(FakeAniListArgs),
     /// Manage the embedded PostgreSQL (used when DATABASE_URL is not set).
     Db {
         #[command(subcommand)]
@@ -42,17 +44,55 @@ pub enum Command {
 }
 
 #[derive(Debug, clap::Args)]
-#[group(required = true, multiple = false, id = "input")]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["from", "demo", "source"])))]
 pub struct IngestArgs {
     /// An AniList Media JSONL file, plain or gzip (e.g. ../shared/catalog/media.jsonl.gz).
-    #[arg(long, value_name = "FILE", group = "input")]
+    #[arg(long, value_name = "FILE")]
     pub from: Option<std::path::PathBuf>,
     /// The bundled demo catalog.
-    #[arg(long, group = "input")]
+    #[arg(long)]
     pub demo: bool,
+    /// Crawl an AniList GraphQL endpoint.
+    #[arg(long, value_enum)]
+    pub source: Option<Source>,
     /// Keep entries AniList marks as adult (skipped by default).
     #[arg(long)]
     pub include_adult: bool,
+    /// AniList endpoint (a fake one in tests).
+    #[arg(long, env = "ANILIST_URL", default_value = catalog::anilist::DEFAULT_ENDPOINT)]
+    pub anilist_url: String,
+    /// Where raw AniList pages are saved (default: <data dir>/anilist).
+    #[arg(long)]
+    pub raw_dir: Option<std::path::PathBuf>,
+    /// Rebuild from the saved pages only; no network.
+    #[arg(long, conflicts_with_all = ["from", "demo"])]
+    pub skip_fetch: bool,
+    #[arg(long, env = "ANILIST_REQUESTS_PER_MINUTE", default_value_t = 30)]
+    pub requests_per_minute: u32,
+    /// First seasonYear to crawl.
+    #[arg(long)]
+    pub first_year: Option<i32>,
+    /// Last seasonYear to crawl (default: next year).
+    #[arg(long)]
+    pub last_year: Option<i32>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum Source {
+    Anilist,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct FakeAniListArgs {
+    /// AniList Media JSONL (plain or gzip) to serve.
+    #[arg(long, value_name = "FILE")]
+    pub from: std::path::PathBuf,
+    #[arg(long, default_value = "127.0.0.1:4100")]
+    pub listen: std::net::SocketAddr,
+    #[arg(long, default_value_t = 30)]
+    pub requests_per_minute: usize,
+    #[arg(long, default_value_t = 5000)]
+    pub result_cap: usize,
 }
 
 #[derive(Debug, Subcommand)]
@@ -78,6 +118,16 @@ pub async fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Ingest(args) => ingest(&config, args).await,
+        Command::FakeAnilist(args) => {
+            let media = catalog::import::read_media_file(&args.from)?;
+            let mut fake_config = crate::fakes::anilist::FakeAniListConfig::new(media);
+            fake_config.requests_per_window = args.requests_per_minute;
+            fake_config.result_cap = args.result_cap;
+            let fake = crate::fakes::anilist::FakeAniList::start(fake_config, args.listen).await?;
+            println!("fake AniList on {} (Ctrl-C to stop)", fake.url());
+            shutdown_signal().await;
+            Ok(())
+        }
         Command::Document { id } => {
             let pool = db::connect(&db::database_url(&config).await?).await?;
             let (stored, plain) = catalog::store::document_with_and_without_premise(&pool, id)
@@ -94,12 +144,32 @@ pub async fn run(cli: Cli) -> Result<()> {
 }
 
 async fn ingest(config: &Config, args: IngestArgs) -> Result<()> {
+    let pool = db::connect(&db::database_url(config).await?).await?;
+    db::migrate(&pool).await?;
+    if args.source.is_some() {
+        let mut options = catalog::anilist::AniListOptions::new(
+            args.raw_dir.clone().unwrap_or_else(|| config.embedded.data_dir.join("anilist")),
+        );
+        options.endpoint = args.anilist_url.clone();
+        options.requests_per_minute = args.requests_per_minute;
+        options.include_adult = args.include_adult;
+        options.first_year = args.first_year.unwrap_or(options.first_year);
+        options.last_year = args.last_year.unwrap_or(options.last_year);
+        let (report, documents) =
+            catalog::anilist::crawl(&pool, options, args.skip_fetch, &config.embedding_model).await?;
+        println!("{report}");
+        println!("documents written {}, unchanged {}, franchises {} ({} with a premise)",
+            documents.documents_written, documents.documents_unchanged,
+            documents.franchises, documents.franchises_with_premise);
+        if !report.failures.is_empty() {
+            anyhow::bail!("{} page(s) could not be imported; run again to retry them", report.failures.len());
+        }
+        return Ok(());
+    }
     let media = match &args.from {
         Some(path) => catalog::import::read_media_file(path)?,
         None => catalog::import::demo_catalog(),
     };
-    let pool = db::connect(&db::database_url(config).await?).await?;
-    db::migrate(&pool).await?;
     let report = catalog::ingest(&pool, &media, args.include_adult, &config.embedding_model).await?;
     println!("{report}");
     Ok(())
@@ -166,5 +236,38 @@ async fn shutdown_signal() {
     tokio::select! {
         _ = ctrl_c => {},
         _ = terminate => {},
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("server").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn ingest_takes_exactly_one_input_and_its_options() {
+        let cli = parse(&["ingest", "--source", "anilist", "--raw-dir", "/tmp/raw", "--first-year", "2000",
+            "--requests-per-minute", "90", "--skip-fetch"]).unwrap();
+        let Some(Command::Ingest(args)) = cli.command else { panic!("not ingest") };
+        assert!(args.source.is_some() && args.skip_fetch);
+        assert_eq!((args.first_year, args.requests_per_minute), (Some(2000), 90));
+
+        assert!(parse(&["ingest", "--from", "media.jsonl.gz"]).is_ok());
+        assert!(parse(&["ingest", "--demo"]).is_ok());
+        assert!(parse(&["ingest"]).is_err(), "an input is required");
+        assert!(parse(&["ingest", "--demo", "--from", "x"]).is_err(), "one input only");
+        assert!(parse(&["ingest", "--from", "x", "--skip-fetch"]).is_err(), "--skip-fetch is for AniList");
+    }
+
+    #[test]
+    fn serve_is_the_default_and_settings_come_before_or_after_the_command() {
+        assert!(parse(&[]).unwrap().command.is_none());
+        let cli = parse(&["db", "status", "--pg-port", "6000"]).unwrap();
+        assert_eq!(cli.config.embedded.pg_port, 6000);
     }
 }

@@ -6,4 +6,5 @@ pub mod catalog;
 pub mod cli;
 pub mod config;
 pub mod db;
+pub mod fakes;
 pub mod http;

@@ -1,6 +1,7 @@
 //! The catalog: getting anime in (AniList, JSONL files, the bundled demo) and turning each into
 //! the one document search indexes.
 
+pub mod anilist;
 pub mod document;
 pub mod franchise;
 pub mod import;

@@ -1,0 +1,316 @@
+//! A fake AniList GraphQL endpoint serving an AniList-shaped catalog: the `Page { pageInfo,
+//! media(...) }` query with `seasonYear`, `season` and `format` filters, sorted by id; perPage at
+//! most 50 (a GraphQL error above); at most `result_cap` results per filter combination (AniList's
+//! 5,000); a request budget per window answered with 429 + `Retry-After` and the
+//! `X-RateLimit-*` headers; and failures on demand for chosen pages.
+
+use std::{
+    collections::VecDeque,
+    net::SocketAddr,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+use axum::{
+    Json, Router,
+    body::Body,
+    extract::State,
+    http::{HeaderMap, HeaderValue, StatusCode},
+    response::{IntoResponse, Response},
+    routing::post,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::catalog::media::Media;
+
+#[derive(Debug, Clone)]
+pub struct FakeAniListConfig {
+    pub media: Vec<Media>,
+    pub result_cap: usize,
+    pub max_per_page: u32,
+    /// Requests allowed per `window`; AniList allows 90 a minute, 30 in its degraded mode.
+    pub requests_per_window: usize,
+    pub window: Duration,
+    /// Send `X-RateLimit-Remaining`/`-Reset` on successful answers (AniList does).
+    pub rate_limit_headers: bool,
+}
+
+impl FakeAniListConfig {
+    pub fn new(media: Vec<Media>) -> Self {
+        Self {
+            media,
+            result_cap: 5_000,
+            max_per_page: 50,
+            requests_per_window: 30,
+            window: Duration::from_secs(60),
+            rate_limit_headers: true,
+        }
+    }
+}
+
+/// What to do to a matching request instead of answering it properly.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Failure {
+    /// Answer with this HTTP status and an AniList-style error body.
+    Status(u16),
+    /// Wait this long before answering (the client should time out first).
+    Hang(Duration),
+    /// A body that is not JSON.
+    MalformedJson,
+    /// Valid JSON whose media list holds an item without an id.
+    InvalidItem,
+    /// Send half of the body, then drop the connection.
+    StopEarly,
+}
+
+/// Applies `failure` to requests for `page` of the slice with these filters, `times` times.
+#[derive(Debug, Clone)]
+pub struct FailureRule {
+    pub season_year: Option<i32>,
+    pub season: Option<String>,
+    pub format: Option<String>,
+    pub page: u32,
+    pub failure: Failure,
+    pub times: usize,
+}
+
+/// One request as the fake saw it; `status` is 0 while its answer is still pending (a hang).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestRecord {
+    pub season_year: Option<i32>,
+    pub season: Option<String>,
+    pub format: Option<String>,
+    pub page: u32,
+    pub per_page: u32,
+    pub status: u16,
+}
+
+struct FakeState {
+    config: FakeAniListConfig,
+    recent: Mutex<VecDeque<Instant>>,
+    rules: Mutex<Vec<FailureRule>>,
+    log: Mutex<Vec<RequestRecord>>,
+}
+
+pub struct FakeAniList {
+    pub addr: SocketAddr,
+    state: Arc<FakeState>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl FakeAniList {
+    /// Starts the fake on `addr` (port 0 for any free port).
+    pub async fn start(config: FakeAniListConfig, addr: SocketAddr) -> std::io::Result<Self> {
+        let state = Arc::new(FakeState {
+            config,
+            recent: Mutex::default(),
+            rules: Mutex::default(),
+            log: Mutex::default(),
+        });
+        let app = Router::new().route("/", post(graphql)).with_state(state.clone());
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(Self { addr, state, server })
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+
+    pub fn fail(&self, rule: FailureRule) {
+        self.state.rules.lock().unwrap().push(rule);
+    }
+
+    pub fn clear_failures(&self) {
+        self.state.rules.lock().unwrap().clear();
+    }
+
+    pub fn requests(&self) -> Vec<RequestRecord> {
+        self.state.log.lock().unwrap().clone()
+    }
+}
+
+impl Drop for FakeAniList {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct GraphQlRequest {
+    #[serde(default)]
+    variables: Variables,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Variables {
+    page: Option<u32>,
+    per_page: Option<u32>,
+    season_year: Option<i32>,
+    season: Option<String>,
+    format: Option<String>,
+    format_not_in: Option<Vec<String>>,
+}
+
+fn error_body(status: StatusCode, message: &str) -> Response {
+    (status, Json(json!({ "data": null, "errors": [{ "message": message, "status": status.as_u16() }] })))
+        .into_response()
+}
+
+async fn graphql(State(state): State<Arc<FakeState>>, Json(request): Json<GraphQlRequest>) -> Response {
+    let vars = request.variables;
+    let page = vars.page.unwrap_or(1).max(1);
+    let per_page = vars.per_page.unwrap_or(10);
+    let record = |status: u16| RequestRecord {
+        season_year: vars.season_year,
+        season: vars.season.clone(),
+        format: vars.format.clone(),
+        page,
+        per_page,
+        status,
+    };
+    let config = &state.config;
+
+    // The request budget of the current window.
+    let remaining = {
+        let mut recent = state.recent.lock().unwrap();
+        let now = Instant::now();
+        while recent.front().is_some_and(|t| now.duration_since(*t) >= config.window) {
+            recent.pop_front();
+        }
+        if recent.len() >= config.requests_per_window {
+            let wait = config.window.saturating_sub(now.duration_since(recent[0]));
+            let seconds = wait.as_secs_f64().ceil().max(1.0) as u64;
+            drop(recent);
+            state.log.lock().unwrap().push(record(429));
+            let mut response = error_body(StatusCode::TOO_MANY_REQUESTS, "Too Many Requests.");
+            let headers = response.headers_mut();
+            headers.insert("retry-after", HeaderValue::from(seconds));
+            headers.insert("x-ratelimit-limit", HeaderValue::from(config.requests_per_window));
+            headers.insert("x-ratelimit-remaining", HeaderValue::from(0));
+            headers.insert("x-ratelimit-reset", HeaderValue::from(unix_now() + seconds));
+            return response;
+        }
+        recent.push_back(now);
+        // When the oldest request of the window leaves it, a slot frees up.
+        let frees_in = config.window.saturating_sub(now.duration_since(recent[0]));
+        (config.requests_per_window - recent.len(), frees_in)
+    };
+    let (remaining, frees_in) = remaining;
+
+    if per_page > config.max_per_page {
+        state.log.lock().unwrap().push(record(400));
+        return error_body(StatusCode::BAD_REQUEST, "perPage must be at most 50");
+    }
+
+    let failure = {
+        let mut rules = state.rules.lock().unwrap();
+        rules
+            .iter_mut()
+            .find(|rule| {
+                rule.times > 0
+                    && rule.page == page
+                    && rule.season_year == vars.season_year
+                    && rule.season == vars.season
+                    && rule.format == vars.format
+            })
+            .map(|rule| {
+                rule.times -= 1;
+                rule.failure.clone()
+            })
+    };
+    // Logged on arrival, so a test can see a request that is still hanging.
+    let entry = {
+        let mut log = state.log.lock().unwrap();
+        log.push(record(0));
+        log.len() - 1
+    };
+    if let Some(Failure::Hang(duration)) = &failure {
+        tokio::time::sleep(*duration).await;
+    }
+
+    let matching: Vec<&Media> = config
+        .media
+        .iter()
+        .filter(|m| m.media_type.as_deref().unwrap_or("ANIME") == "ANIME")
+        .filter(|m| vars.season_year.is_none() || m.season_year == vars.season_year)
+        .filter(|m| vars.season.is_none() || m.season == vars.season)
+        .filter(|m| vars.format.is_none() || m.format == vars.format)
+        .filter(|m| match (&vars.format_not_in, &m.format) {
+            (Some(excluded), Some(format)) => !excluded.contains(format),
+            _ => true,
+        })
+        .collect();
+    let mut matching = matching;
+    matching.sort_by_key(|m| m.id);
+    let visible = matching.len().min(config.result_cap);
+    let last_page = visible.div_ceil(per_page.max(1) as usize).max(1) as u32;
+    let start = ((page - 1) * per_page) as usize;
+    let items: Vec<Value> = matching[..visible]
+        .iter()
+        .skip(start)
+        .take(per_page as usize)
+        .map(|m| serde_json::to_value(m).expect("Media serialises"))
+        .collect();
+    let mut items = items;
+    if failure == Some(Failure::InvalidItem) {
+        items.push(json!({ "title": { "romaji": "no id" } }));
+    }
+    let body = json!({ "data": { "Page": {
+        "pageInfo": {
+            "total": visible, "perPage": per_page, "currentPage": page,
+            "lastPage": last_page, "hasNextPage": page < last_page
+        },
+        "media": items
+    }}})
+    .to_string();
+
+    let status = match &failure {
+        Some(Failure::Status(code)) => *code,
+        _ => 200,
+    };
+    state.log.lock().unwrap()[entry].status = status;
+    let mut headers = HeaderMap::new();
+    headers.insert("content-type", HeaderValue::from_static("application/json"));
+    if config.rate_limit_headers {
+        headers.insert("x-ratelimit-limit", HeaderValue::from(config.requests_per_window));
+        headers.insert("x-ratelimit-remaining", HeaderValue::from(remaining));
+        if remaining == 0 {
+            let reset = (unix_now_f64() + frees_in.as_secs_f64()).ceil() as u64;
+            headers.insert("x-ratelimit-reset", HeaderValue::from(reset));
+        }
+    }
+    match failure {
+        Some(Failure::Status(code)) => {
+            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            error_body(status, "Internal Server Error")
+        }
+        Some(Failure::MalformedJson) => {
+            (headers, "<html><body>502 Bad Gateway</body></html>").into_response()
+        }
+        Some(Failure::StopEarly) => {
+            let half = body.as_bytes()[..body.len() / 2].to_vec();
+            let length = body.len();
+            let stream = futures_util::stream::iter(vec![
+                Ok::<_, std::io::Error>(half),
+                Err(std::io::Error::other("connection cut")),
+            ]);
+            headers.insert("content-length", HeaderValue::from(length));
+            (headers, Body::from_stream(stream)).into_response()
+        }
+        _ => (headers, body).into_response(),
+    }
+}
+
+fn unix_now() -> u64 {
+    unix_now_f64() as u64
+}
+
+fn unix_now_f64() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+}

@@ -1,0 +1,304 @@
+//! The AniList client against the fake AniList (real HTTP on loopback) and the real PostgreSQL.
+
+use std::{path::PathBuf, time::Duration};
+
+use server::{
+    catalog::{
+        Media,
+        anilist::{self, AniListOptions, CrawlReport},
+        import,
+    },
+    fakes::anilist::{FakeAniList, FakeAniListConfig, Failure, FailureRule},
+};
+use sqlx::PgPool;
+
+const MODEL: &str = "multilingual-e5-small";
+
+fn media(id: i32, year: Option<i32>, season: Option<&str>, format: &str) -> Media {
+    serde_json::from_value(serde_json::json!({
+        "id": id, "type": "ANIME", "format": format,
+        "title": {"romaji": format!("Anime {id}")},
+        "seasonYear": year, "season": season,
+        "description": format!("The story of anime number {id}."),
+    }))
+    .unwrap()
+}
+
+/// `n` entries aired in FALL 2005, formats taken in turn from `formats`.
+fn fall_2005(n: i32, formats: &[&str]) -> Vec<Media> {
+    (1..=n).map(|id| media(id, Some(2005), Some("FALL"), formats[id as usize % formats.len()])).collect()
+}
+
+async fn start_fake(config: FakeAniListConfig) -> FakeAniList {
+    FakeAniList::start(config, "127.0.0.1:0".parse().unwrap()).await.unwrap()
+}
+
+/// Fast settings for tests: no spacing between requests, short timeouts and backoff.
+fn options(fake: &FakeAniList, raw_dir: PathBuf, first_year: i32, last_year: i32) -> AniListOptions {
+    let mut options = AniListOptions::new(raw_dir);
+    options.endpoint = fake.url();
+    options.requests_per_minute = 600_000;
+    options.request_timeout = Duration::from_millis(500);
+    options.retry_min_delay = Duration::from_millis(10);
+    options.max_retries = 3;
+    options.first_year = first_year;
+    options.last_year = last_year;
+    options.progress = false;
+    options
+}
+
+fn fake_config(media: Vec<Media>) -> FakeAniListConfig {
+    let mut config = FakeAniListConfig::new(media);
+    config.requests_per_window = 100_000;
+    config
+}
+
+async fn crawl(pool: &PgPool, options: AniListOptions) -> CrawlReport {
+    anilist::crawl(pool, options, false, MODEL).await.unwrap().0
+}
+
+async fn catalog_ids(pool: &PgPool) -> Vec<i32> {
+    sqlx::query_scalar("SELECT id FROM anime ORDER BY id").fetch_all(pool).await.unwrap()
+}
+
+/// Number of saved page files under `dir`.
+fn walk_pages(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|slice| {
+            std::fs::read_dir(slice.path())
+                .unwrap()
+                .flatten()
+                .filter(|f| f.file_name().to_string_lossy().ends_with(".json"))
+                .count()
+        })
+        .sum()
+}
+
+fn rule(page: u32, failure: Failure, times: usize) -> FailureRule {
+    FailureRule {
+        season_year: Some(2005),
+        season: Some("FALL".into()),
+        format: None,
+        page,
+        failure,
+        times,
+    }
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn every_anime_of_the_reference_catalog_arrives_exactly_once(pool: PgPool) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/catalog/media.jsonl.gz");
+    let reference = import::read_media_file(&path).expect("reference catalog beside the checkout");
+    let expected: Vec<i32> = {
+        let mut ids: Vec<i32> = reference.iter().filter(|m| !m.is_adult()).map(|m| m.id).collect();
+        ids.sort();
+        ids
+    };
+    let fake = start_fake(fake_config(reference)).await;
+    let raw = tempfile::tempdir().unwrap();
+    let report = crawl(&pool, options(&fake, raw.path().into(), 1917, 2026)).await;
+    assert!(report.failures.is_empty(), "{report}");
+    assert_eq!(report.duplicates, 0, "{report}");
+    assert_eq!(report.anime, expected.len());
+    assert_eq!(catalog_ids(&pool).await, expected);
+    // Every request asked for full pages and none was refused.
+    assert!(fake.requests().iter().all(|r| r.per_page == 50 && r.status == 200));
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_slice_at_the_result_cap_is_split_by_format(pool: PgPool) {
+    // 27 entries in one season, 9 per format; the fake (like AniList) shows at most 10 per query.
+    let mut config = fake_config(fall_2005(27, &["TV", "MOVIE", "OVA"]));
+    config.result_cap = 10;
+    let fake = start_fake(config).await;
+    let raw = tempfile::tempdir().unwrap();
+    let mut options = options(&fake, raw.path().into(), 2005, 2005);
+    options.result_cap = 10;
+    let report = crawl(&pool, options).await;
+    assert_eq!(report.slices_split, 1, "{report}");
+    assert!(report.slices_capped.is_empty(), "{report}");
+    assert_eq!(catalog_ids(&pool).await, (1..=27).collect::<Vec<_>>());
+    let formats: Vec<Option<String>> = fake
+        .requests()
+        .iter()
+        .filter(|r| r.season.as_deref() == Some("FALL"))
+        .map(|r| r.format.clone())
+        .collect();
+    assert!(formats.contains(&Some("TV".into())) && formats.contains(&Some("MOVIE".into())));
+    assert!(raw.path().join("2005-FALL/split").exists());
+    assert!(raw.path().join("2005-FALL-TV/page-0001.json").exists());
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_429_waits_for_retry_after_and_resumes(pool: PgPool) {
+    let mut config = fake_config(fall_2005(120, &["TV"]));
+    config.requests_per_window = 3;
+    config.window = Duration::from_secs(1);
+    config.rate_limit_headers = false; // so the client runs into the 429s
+    let fake = start_fake(config).await;
+    let raw = tempfile::tempdir().unwrap();
+    let report = crawl(&pool, options(&fake, raw.path().into(), 2005, 2005)).await;
+    assert!(report.failures.is_empty(), "{report}");
+    assert!(report.rate_limited >= 1, "{report}");
+    assert!(report.rate_limit_wait >= Duration::from_secs(1), "{report}");
+    assert_eq!(catalog_ids(&pool).await.len(), 120);
+    assert!(fake.requests().iter().any(|r| r.status == 429));
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn remaining_zero_waits_for_the_reset_without_a_429(pool: PgPool) {
+    let mut config = fake_config(fall_2005(120, &["TV"]));
+    config.requests_per_window = 3;
+    config.window = Duration::from_secs(1);
+    let fake = start_fake(config).await;
+    let raw = tempfile::tempdir().unwrap();
+    let report = crawl(&pool, options(&fake, raw.path().into(), 2005, 2005)).await;
+    assert!(report.failures.is_empty(), "{report}");
+    assert!(report.rate_limit_wait > Duration::ZERO, "{report}");
+    assert!(fake.requests().iter().all(|r| r.status != 429), "{:?}", fake.requests());
+    assert_eq!(catalog_ids(&pool).await.len(), 120);
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn server_errors_timeouts_and_cut_off_bodies_are_retried(pool: PgPool) {
+    let fake = start_fake(fake_config(fall_2005(120, &["TV"]))).await;
+    fake.fail(rule(1, Failure::Status(500), 2));
+    fake.fail(rule(2, Failure::Hang(Duration::from_secs(2)), 1));
+    fake.fail(rule(3, Failure::StopEarly, 1));
+    let raw = tempfile::tempdir().unwrap();
+    let report = crawl(&pool, options(&fake, raw.path().into(), 2005, 2005)).await;
+    assert!(report.failures.is_empty(), "{report}");
+    assert!(report.retries >= 4, "{report}");
+    assert_eq!(catalog_ids(&pool).await, (1..=120).collect::<Vec<_>>());
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_malformed_page_is_reported_and_imports_nothing(pool: PgPool) {
+    let fake = start_fake(fake_config(fall_2005(120, &["TV"]))).await;
+    fake.fail(rule(2, Failure::MalformedJson, usize::MAX));
+    let raw = tempfile::tempdir().unwrap();
+    let report = crawl(&pool, options(&fake, raw.path().into(), 2005, 2005)).await;
+    assert_eq!(report.failures.len(), 1, "{report}");
+    let failure = &report.failures[0];
+    assert_eq!((failure.slice.as_str(), failure.page), ("2005-FALL", 2));
+    assert!(failure.error.contains("malformed"), "{}", failure.error);
+    // Pages 1 and 3 landed; page 2 (ids 51..=100) did not, and nothing of it was saved.
+    let ids = catalog_ids(&pool).await;
+    assert_eq!(ids, (1..=50).chain(101..=120).collect::<Vec<_>>());
+    assert!(!raw.path().join("2005-FALL/page-0002.json").exists());
+    assert!(!raw.path().join("2005-FALL/complete").exists());
+
+    // A page with one invalid item is rejected whole as well.
+    fake.clear_failures();
+    fake.fail(rule(2, Failure::InvalidItem, usize::MAX));
+    let raw = tempfile::tempdir().unwrap();
+    let report = crawl(&pool, options(&fake, raw.path().into(), 2005, 2005)).await;
+    assert_eq!(report.failures.len(), 1, "{report}");
+    assert_eq!(catalog_ids(&pool).await.len(), 70);
+
+    // Once the source is healthy again, a rerun fetches only the missing page.
+    fake.clear_failures();
+    let before = fake.requests().len();
+    let report = crawl(&pool, options(&fake, raw.path().into(), 2005, 2005)).await;
+    assert!(report.failures.is_empty(), "{report}");
+    let fetched: Vec<u32> = fake.requests()[before..]
+        .iter()
+        .filter(|r| r.season.as_deref() == Some("FALL"))
+        .map(|r| r.page)
+        .collect();
+    assert_eq!(fetched, vec![2]);
+    assert_eq!(catalog_ids(&pool).await.len(), 120);
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_crash_mid_run_resumes_without_refetching_saved_pages(pool: PgPool) {
+    let fake = start_fake(fake_config(fall_2005(200, &["TV"]))).await;
+    // Page 3 hangs far longer than the client waits: the run is killed while it hangs.
+    fake.fail(rule(3, Failure::Hang(Duration::from_secs(600)), usize::MAX));
+    let raw = tempfile::tempdir().unwrap();
+    let mut slow = options(&fake, raw.path().into(), 2005, 2005);
+    slow.request_timeout = Duration::from_secs(600);
+    let run = tokio::spawn({
+        let pool = pool.clone();
+        async move { anilist::crawl(&pool, slow, false, MODEL).await.map(|_| ()) }
+    });
+    while !fake.requests().iter().any(|r| r.page == 3) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    run.abort(); // the crash
+    assert!(run.await.unwrap_err().is_cancelled());
+    assert!(raw.path().join("2005-FALL/page-0002.json").exists());
+    assert!(!raw.path().join("2005-FALL/page-0003.json").exists());
+    let saved = walk_pages(raw.path());
+
+    fake.clear_failures();
+    let before = fake.requests().len();
+    let report = crawl(&pool, options(&fake, raw.path().into(), 2005, 2005)).await;
+    assert!(report.failures.is_empty(), "{report}");
+    assert_eq!(report.pages_from_disk, saved, "{report}");
+    let fetched: Vec<u32> = fake.requests()[before..]
+        .iter()
+        .filter(|r| r.season.as_deref() == Some("FALL"))
+        .map(|r| r.page)
+        .collect();
+    assert_eq!(fetched, vec![3, 4]);
+    assert_eq!(catalog_ids(&pool).await.len(), 200);
+
+    // A third run fetches nothing from completed slices.
+    let before = fake.requests().len();
+    crawl(&pool, options(&fake, raw.path().into(), 2005, 2005)).await;
+    assert!(fake.requests()[before..].iter().all(|r| r.season.as_deref() != Some("FALL")));
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn skip_fetch_rebuilds_from_saved_pages_with_no_network(pool: PgPool) {
+    let raw = tempfile::tempdir().unwrap();
+    let endpoint = {
+        let fake = start_fake(fake_config(fall_2005(60, &["TV", "OVA"]))).await;
+        crawl(&pool, options(&fake, raw.path().into(), 2005, 2005)).await;
+        fake.url()
+    }; // the fake is gone now
+    sqlx::query("TRUNCATE anime CASCADE").execute(&pool).await.unwrap();
+    let mut offline = AniListOptions::new(raw.path().into());
+    offline.endpoint = endpoint;
+    offline.first_year = 2005;
+    offline.last_year = 2005;
+    offline.progress = false;
+    let (report, documents) = anilist::crawl(&pool, offline, true, MODEL).await.unwrap();
+    assert_eq!(report.requests, 0);
+    let saved = walk_pages(raw.path());
+    assert!(saved >= 2);
+    assert_eq!(report.pages_from_disk, saved);
+    assert_eq!(catalog_ids(&pool).await.len(), 60);
+    assert_eq!(documents.documents_written, 60);
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn adult_and_undated_entries_are_handled(pool: PgPool) {
+    let mut catalog = fall_2005(3, &["TV"]);
+    catalog.push(media(10, None, None, "OVA")); // no season or year: an undated slice finds it
+    let mut adult = media(11, Some(2005), Some("FALL"), "TV");
+    adult.is_adult = Some(true);
+    catalog.push(adult);
+    let fake = start_fake(fake_config(catalog)).await;
+    let raw = tempfile::tempdir().unwrap();
+    let report = crawl(&pool, options(&fake, raw.path().into(), 2005, 2005)).await;
+    assert_eq!(report.load.skipped_adult, 1, "{report}");
+    assert_eq!(catalog_ids(&pool).await, vec![1, 2, 3, 10]);
+}
+
+#[tokio::test]
+async fn the_fake_refuses_pages_larger_than_fifty() {
+    let fake = start_fake(fake_config(fall_2005(3, &["TV"]))).await;
+    let response = reqwest::Client::new()
+        .post(fake.url())
+        .json(&serde_json::json!({"query": "...", "variables": {"page": 1, "perPage": 51}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert!(body["errors"][0]["message"].as_str().unwrap().contains("perPage"));
+}
