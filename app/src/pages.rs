@@ -21,7 +21,13 @@ const EXAMPLES: [&str; 3] = [
 #[component]
 pub fn HomePage() -> impl IntoView {
     let query = use_query_map();
-    let submitted = move || query.read().get("q").map(|q| q.trim().to_string()).filter(|q| !q.is_empty());
+    let submitted = move || {
+        query
+            .read()
+            .get("q")
+            .map(|q| q.trim().to_string())
+            .filter(|q| !q.is_empty())
+    };
     let initial = submitted().unwrap_or_default();
     let (text, set_text) = signal(initial.clone());
 

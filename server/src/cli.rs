@@ -11,7 +11,11 @@ use crate::{
 };
 
 #[derive(Debug, Parser)]
-#[command(name = "server", version, about = "Zenbu: find anime from a description")]
+#[command(
+    name = "server",
+    version,
+    about = "Zenbu: find anime from a description"
+)]
 pub struct Cli {
     #[command(flatten)]
     pub config: Config,
@@ -93,6 +97,9 @@ pub struct FakeAniListArgs {
     pub requests_per_minute: usize,
     #[arg(long, default_value_t = 5000)]
     pub result_cap: usize,
+    /// Leave out X-RateLimit-Remaining/-Reset, so a fast client runs into 429s.
+    #[arg(long)]
+    pub no_rate_limit_headers: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -123,6 +130,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             let mut fake_config = crate::fakes::anilist::FakeAniListConfig::new(media);
             fake_config.requests_per_window = args.requests_per_minute;
             fake_config.result_cap = args.result_cap;
+            fake_config.rate_limit_headers = !args.no_rate_limit_headers;
             let fake = crate::fakes::anilist::FakeAniList::start(fake_config, args.listen).await?;
             println!("fake AniList on {} (Ctrl-C to stop)", fake.url());
             shutdown_signal().await;
@@ -148,21 +156,36 @@ async fn ingest(config: &Config, args: IngestArgs) -> Result<()> {
     db::migrate(&pool).await?;
     if args.source.is_some() {
         let mut options = catalog::anilist::AniListOptions::new(
-            args.raw_dir.clone().unwrap_or_else(|| config.embedded.data_dir.join("anilist")),
+            args.raw_dir
+                .clone()
+                .unwrap_or_else(|| config.embedded.data_dir.join("anilist")),
         );
         options.endpoint = args.anilist_url.clone();
         options.requests_per_minute = args.requests_per_minute;
         options.include_adult = args.include_adult;
         options.first_year = args.first_year.unwrap_or(options.first_year);
         options.last_year = args.last_year.unwrap_or(options.last_year);
-        let (report, documents) =
-            catalog::anilist::crawl(&pool, options, args.skip_fetch, &config.embedding_model).await?;
+        let (report, documents) = catalog::anilist::crawl(
+            &pool,
+            options,
+            args.skip_fetch,
+            &config.embedding_model,
+            premiser(config).as_ref(),
+        )
+        .await?;
         println!("{report}");
-        println!("documents written {}, unchanged {}, franchises {} ({} with a premise)",
-            documents.documents_written, documents.documents_unchanged,
-            documents.franchises, documents.franchises_with_premise);
+        println!(
+            "documents written {}, unchanged {}, franchises {} ({} with a premise)",
+            documents.documents_written,
+            documents.documents_unchanged,
+            documents.franchises,
+            documents.franchises_with_premise
+        );
         if !report.failures.is_empty() {
-            anyhow::bail!("{} page(s) could not be imported; run again to retry them", report.failures.len());
+            anyhow::bail!(
+                "{} page(s) could not be imported; run again to retry them",
+                report.failures.len()
+            );
         }
         return Ok(());
     }
@@ -170,7 +193,14 @@ async fn ingest(config: &Config, args: IngestArgs) -> Result<()> {
         Some(path) => catalog::import::read_media_file(path)?,
         None => catalog::import::demo_catalog(),
     };
-    let report = catalog::ingest(&pool, &media, args.include_adult, &config.embedding_model).await?;
+    let report = catalog::ingest(
+        &pool,
+        &media,
+        args.include_adult,
+        &config.embedding_model,
+        premiser(config).as_ref(),
+    )
+    .await?;
     println!("{report}");
     Ok(())
 }
@@ -178,7 +208,10 @@ async fn ingest(config: &Config, args: IngestArgs) -> Result<()> {
 async fn serve(config: Config) -> Result<()> {
     let pool = db::connect(&db::database_url(&config).await?).await?;
     db::migrate(&pool).await?;
-    if let Some(report) = catalog::load_demo_if_empty(&pool, &config.embedding_model).await? {
+    if let Some(report) =
+        catalog::load_demo_if_empty(&pool, &config.embedding_model, premiser(&config).as_ref())
+            .await?
+    {
         tracing::info!(
             anime = report.documents.anime,
             franchises = report.documents.franchises,
@@ -187,7 +220,12 @@ async fn serve(config: Config) -> Result<()> {
         );
     }
     let state = http::AppState::new(pool, &config.site_root);
-    if !config.site_root.join("pkg").join(format!("{}.js", app::BUNDLE_NAME)).exists() {
+    if !config
+        .site_root
+        .join("pkg")
+        .join(format!("{}.js", app::BUNDLE_NAME))
+        .exists()
+    {
         tracing::warn!(site_root = %config.site_root.display(), "no built site found: pages will render but not hydrate (run scripts/build-site)");
     }
     let listener = tokio::net::TcpListener::bind(config.addr)
@@ -200,6 +238,20 @@ async fn serve(config: Config) -> Result<()> {
     Ok(())
 }
 
+/// The LLM premise writer when an OpenAI key is configured.
+fn premiser(config: &Config) -> Option<catalog::LlmPremiser> {
+    let key = config
+        .openai_api_key
+        .as_deref()
+        .filter(|key| !key.trim().is_empty())?;
+    Some(catalog::LlmPremiser::new(
+        key,
+        config.openai_base_url.as_deref(),
+        &config.premise_model,
+        std::time::Duration::from_secs(60),
+    ))
+}
+
 async fn db_command(config: &Config, action: DbAction) -> Result<()> {
     if config.database_url.is_some() && !matches!(action, DbAction::Url) {
         tracing::warn!("DATABASE_URL is set: the app does not use the embedded server");
@@ -208,8 +260,16 @@ async fn db_command(config: &Config, action: DbAction) -> Result<()> {
     match action {
         DbAction::Status => println!("embedded PostgreSQL: {}", embedded.status()?),
         DbAction::Start => {
-            db::database_url(&Config { database_url: None, ..config.clone() }).await?;
-            println!("embedded PostgreSQL: {} on 127.0.0.1:{}", embedded.status()?, embedded.port());
+            db::database_url(&Config {
+                database_url: None,
+                ..config.clone()
+            })
+            .await?;
+            println!(
+                "embedded PostgreSQL: {} on 127.0.0.1:{}",
+                embedded.status()?,
+                embedded.port()
+            );
         }
         DbAction::Stop => {
             embedded.stop()?;
@@ -251,17 +311,39 @@ mod tests {
 
     #[test]
     fn ingest_takes_exactly_one_input_and_its_options() {
-        let cli = parse(&["ingest", "--source", "anilist", "--raw-dir", "/tmp/raw", "--first-year", "2000",
-            "--requests-per-minute", "90", "--skip-fetch"]).unwrap();
-        let Some(Command::Ingest(args)) = cli.command else { panic!("not ingest") };
+        let cli = parse(&[
+            "ingest",
+            "--source",
+            "anilist",
+            "--raw-dir",
+            "/tmp/raw",
+            "--first-year",
+            "2000",
+            "--requests-per-minute",
+            "90",
+            "--skip-fetch",
+        ])
+        .unwrap();
+        let Some(Command::Ingest(args)) = cli.command else {
+            panic!("not ingest")
+        };
         assert!(args.source.is_some() && args.skip_fetch);
-        assert_eq!((args.first_year, args.requests_per_minute), (Some(2000), 90));
+        assert_eq!(
+            (args.first_year, args.requests_per_minute),
+            (Some(2000), 90)
+        );
 
         assert!(parse(&["ingest", "--from", "media.jsonl.gz"]).is_ok());
         assert!(parse(&["ingest", "--demo"]).is_ok());
         assert!(parse(&["ingest"]).is_err(), "an input is required");
-        assert!(parse(&["ingest", "--demo", "--from", "x"]).is_err(), "one input only");
-        assert!(parse(&["ingest", "--from", "x", "--skip-fetch"]).is_err(), "--skip-fetch is for AniList");
+        assert!(
+            parse(&["ingest", "--demo", "--from", "x"]).is_err(),
+            "one input only"
+        );
+        assert!(
+            parse(&["ingest", "--from", "x", "--skip-fetch"]).is_err(),
+            "--skip-fetch is for AniList"
+        );
     }
 
     #[test]

@@ -11,7 +11,12 @@ use clap::Args;
 #[derive(Debug, Clone, Args)]
 pub struct Config {
     /// Address the web server listens on.
-    #[arg(long, env = "ZENBU_ADDR", default_value = "127.0.0.1:3000", global = true)]
+    #[arg(
+        long,
+        env = "ZENBU_ADDR",
+        default_value = "127.0.0.1:3000",
+        global = true
+    )]
     pub addr: SocketAddr,
 
     /// A PostgreSQL server to use instead of the embedded one; it must offer pgvector >= 0.5.
@@ -19,13 +24,41 @@ pub struct Config {
     pub database_url: Option<String>,
 
     /// Folder holding the built site: `pkg/` (wasm, JS, CSS) and the files of `public/`.
-    #[arg(long, env = "ZENBU_SITE_ROOT", default_value = "target/site", global = true)]
+    #[arg(
+        long,
+        env = "ZENBU_SITE_ROOT",
+        default_value = "target/site",
+        global = true
+    )]
     pub site_root: PathBuf,
 
     /// Embedding model whose name goes into each document's content hash (vectors are stored
     /// per model, so switching models never mixes them).
-    #[arg(long, env = "ZENBU_EMBEDDING_MODEL", default_value = "multilingual-e5-small", global = true)]
+    #[arg(
+        long,
+        env = "ZENBU_EMBEDDING_MODEL",
+        default_value = "multilingual-e5-small",
+        global = true
+    )]
     pub embedding_model: String,
+
+    /// OpenAI API key. With it, franchise premises are written by an LLM; without it, every
+    /// model is local.
+    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true, global = true)]
+    pub openai_api_key: Option<String>,
+
+    /// OpenAI-compatible base URL (e.g. a fake server in tests).
+    #[arg(long, env = "OPENAI_BASE_URL", global = true)]
+    pub openai_base_url: Option<String>,
+
+    /// Chat model that writes franchise premises.
+    #[arg(
+        long,
+        env = "ZENBU_PREMISE_MODEL",
+        default_value = "gpt-5.4-mini",
+        global = true
+    )]
+    pub premise_model: String,
 
     #[command(flatten)]
     pub embedded: EmbeddedConfig,
@@ -48,12 +81,22 @@ pub struct EmbeddedConfig {
     pub pg_port: u16,
 
     /// Database the app uses inside the embedded server; created when missing.
-    #[arg(long, env = "ZENBU_PG_DATABASE", default_value = "zenbu", global = true)]
+    #[arg(
+        long,
+        env = "ZENBU_PG_DATABASE",
+        default_value = "zenbu",
+        global = true
+    )]
     pub pg_database: String,
 
     /// Unprivileged system user that runs PostgreSQL when this process is root (PostgreSQL
     /// refuses to run as root); created when missing.
-    #[arg(long, env = "ZENBU_PG_OS_USER", default_value = "zenbu-pg", global = true)]
+    #[arg(
+        long,
+        env = "ZENBU_PG_OS_USER",
+        default_value = "zenbu-pg",
+        global = true
+    )]
     pub pg_os_user: String,
 }
 

@@ -1,22 +1,12 @@
 //! Catalog ingestion against the real PostgreSQL: the demo catalog, the shared reference
 //! catalog, idempotent re-imports, franchise premises.
 
-use std::path::PathBuf;
+mod common;
+
+use common::{MOB_PSYCHO_III, MODEL, document, shared_catalog};
 
 use server::catalog::{self, Media, import};
 use sqlx::PgPool;
-
-const MODEL: &str = "multilingual-e5-small";
-const MOB_PSYCHO_III: i32 = 140439;
-
-/// `../shared/catalog/media.jsonl.gz` beside the checkout (CI has it there too).
-fn shared_catalog() -> PathBuf {
-    let path = std::env::var_os("ZENBU_SHARED_CATALOG").map(PathBuf::from).unwrap_or_else(|| {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/catalog/media.jsonl.gz")
-    });
-    assert!(path.exists(), "reference catalog missing at {}", path.display());
-    path
-}
 
 /// Transaction ids of the last write to every row: unchanged means nothing was written.
 async fn row_versions(pool: &PgPool) -> Vec<(i32, String, String)> {
@@ -29,36 +19,44 @@ async fn row_versions(pool: &PgPool) -> Vec<(i32, String, String)> {
     .unwrap()
 }
 
-async fn document(pool: &PgPool, id: i32) -> String {
-    sqlx::query_scalar("SELECT body FROM documents WHERE anime_id = $1")
-        .bind(id)
-        .fetch_one(pool)
-        .await
-        .unwrap()
-}
-
 #[sqlx::test(migrations = "../migrations")]
 async fn demo_catalog_loads_once_and_reloading_changes_nothing(pool: PgPool) {
     let demo = import::demo_catalog();
-    let first = catalog::load_demo_if_empty(&pool, MODEL).await.unwrap().expect("empty catalog");
+    let first = catalog::load_demo_if_empty(&pool, MODEL, None)
+        .await
+        .unwrap()
+        .expect("empty catalog");
     assert_eq!(first.load.inserted, demo.len());
     assert_eq!(first.documents.documents_written, demo.len());
     assert!(first.documents.franchises >= 10, "{:?}", first.documents);
     // Not empty any more: the demo is not loaded twice.
-    assert!(catalog::load_demo_if_empty(&pool, MODEL).await.unwrap().is_none());
+    assert!(
+        catalog::load_demo_if_empty(&pool, MODEL, None)
+            .await
+            .unwrap()
+            .is_none()
+    );
 
     let before = row_versions(&pool).await;
-    let again = catalog::ingest(&pool, &demo, false, MODEL).await.unwrap();
+    let again = catalog::ingest(&pool, &demo, false, MODEL, None)
+        .await
+        .unwrap();
     assert_eq!((again.load.inserted, again.load.updated), (0, 0));
     assert_eq!(again.load.unchanged, demo.len());
     assert_eq!(again.documents.documents_written, 0);
     assert_eq!(again.documents.premises_created, 0);
-    assert_eq!(row_versions(&pool).await, before, "a no-change ingest wrote rows");
+    assert_eq!(
+        row_versions(&pool).await,
+        before,
+        "a no-change ingest wrote rows"
+    );
 }
 
 #[sqlx::test(migrations = "../migrations")]
 async fn sequels_carry_their_franchise_premise(pool: PgPool) {
-    catalog::load_demo_if_empty(&pool, MODEL).await.unwrap();
+    catalog::load_demo_if_empty(&pool, MODEL, None)
+        .await
+        .unwrap();
     let root: Option<i32> = sqlx::query_scalar("SELECT franchise_root_id FROM anime WHERE id = $1")
         .bind(MOB_PSYCHO_III)
         .fetch_one(&pool)
@@ -67,7 +65,10 @@ async fn sequels_carry_their_franchise_premise(pool: PgPool) {
     let root = root.expect("Mob Psycho 100 III belongs to a franchise");
     assert_ne!(root, MOB_PSYCHO_III);
     let sequel = document(&pool, MOB_PSYCHO_III).await;
-    assert!(sequel.starts_with("Series premise (Mob Psycho 100"), "{sequel}");
+    assert!(
+        sequel.starts_with("Series premise (Mob Psycho 100"),
+        "{sequel}"
+    );
     // The root itself does not repeat its own premise.
     assert!(!document(&pool, root).await.starts_with("Series premise"));
 }
@@ -75,14 +76,18 @@ async fn sequels_carry_their_franchise_premise(pool: PgPool) {
 #[sqlx::test(migrations = "../migrations")]
 async fn a_changed_entry_is_updated_and_only_its_documents_rebuilt(pool: PgPool) {
     let mut demo = import::demo_catalog();
-    catalog::ingest(&pool, &demo, false, MODEL).await.unwrap();
+    catalog::ingest(&pool, &demo, false, MODEL, None)
+        .await
+        .unwrap();
     let standalone = demo
         .iter_mut()
         .find(|m| m.relation_edges().is_empty())
         .expect("a standalone anime in the demo");
     standalone.genres.push("Mystery".into());
     let id = standalone.id;
-    let report = catalog::ingest(&pool, &demo, false, MODEL).await.unwrap();
+    let report = catalog::ingest(&pool, &demo, false, MODEL, None)
+        .await
+        .unwrap();
     assert_eq!(report.load.updated, 1);
     assert_eq!(report.documents.documents_written, 1);
     assert!(document(&pool, id).await.contains("Mystery"));
@@ -90,18 +95,27 @@ async fn a_changed_entry_is_updated_and_only_its_documents_rebuilt(pool: PgPool)
 
 #[sqlx::test(migrations = "../migrations")]
 async fn adult_entries_are_skipped_unless_asked(pool: PgPool) {
-    let adult: Media = serde_json::from_str(r#"{"id": 1, "title": {"romaji": "X"}, "isAdult": true}"#).unwrap();
-    let report = catalog::ingest(&pool, std::slice::from_ref(&adult), false, MODEL).await.unwrap();
+    let adult: Media =
+        serde_json::from_str(r#"{"id": 1, "title": {"romaji": "X"}, "isAdult": true}"#).unwrap();
+    let report = catalog::ingest(&pool, std::slice::from_ref(&adult), false, MODEL, None)
+        .await
+        .unwrap();
     assert_eq!((report.load.skipped_adult, report.load.inserted), (1, 0));
-    let report = catalog::ingest(&pool, &[adult], true, MODEL).await.unwrap();
+    let report = catalog::ingest(&pool, &[adult], true, MODEL, None)
+        .await
+        .unwrap();
     assert_eq!(report.load.inserted, 1);
 }
 
 #[sqlx::test(migrations = "../migrations")]
 async fn another_embedding_model_gives_every_document_a_new_hash(pool: PgPool) {
     let demo = import::demo_catalog();
-    catalog::ingest(&pool, &demo, false, MODEL).await.unwrap();
-    let report = catalog::ingest(&pool, &demo, false, "text-embedding-3-small").await.unwrap();
+    catalog::ingest(&pool, &demo, false, MODEL, None)
+        .await
+        .unwrap();
+    let report = catalog::ingest(&pool, &demo, false, "text-embedding-3-small", None)
+        .await
+        .unwrap();
     assert_eq!(report.documents.documents_written, demo.len());
     let models: Vec<String> = sqlx::query_scalar("SELECT DISTINCT model FROM documents")
         .fetch_all(&pool)
@@ -114,16 +128,34 @@ async fn another_embedding_model_gives_every_document_a_new_hash(pool: PgPool) {
 async fn shared_reference_catalog_imports_completely_and_idempotently(pool: PgPool) {
     let media = import::read_media_file(&shared_catalog()).unwrap();
     assert_eq!(media.len(), 6855);
-    let first = catalog::ingest(&pool, &media, false, MODEL).await.unwrap();
+    let first = catalog::ingest(&pool, &media, false, MODEL, None)
+        .await
+        .unwrap();
     assert_eq!(first.load.inserted + first.load.skipped_adult, 6855);
-    let count: i64 = sqlx::query_scalar("SELECT count(*) FROM documents").fetch_one(&pool).await.unwrap();
+    let count: i64 = sqlx::query_scalar("SELECT count(*) FROM documents")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
     assert_eq!(count as usize, first.load.inserted);
-    assert!(first.documents.franchises_with_premise > 500, "{:?}", first.documents);
+    assert!(
+        first.documents.franchises_with_premise > 500,
+        "{:?}",
+        first.documents
+    );
     let mob = document(&pool, MOB_PSYCHO_III).await;
     assert!(mob.starts_with("Series premise ("), "{mob}");
 
     let before = row_versions(&pool).await;
-    let again = catalog::ingest(&pool, &media, false, MODEL).await.unwrap();
-    assert_eq!((again.load.inserted, again.load.updated, again.documents.documents_written), (0, 0, 0));
+    let again = catalog::ingest(&pool, &media, false, MODEL, None)
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            again.load.inserted,
+            again.load.updated,
+            again.documents.documents_written
+        ),
+        (0, 0, 0)
+    );
     assert_eq!(row_versions(&pool).await, before);
 }

@@ -10,7 +10,11 @@ use server::{
 use sqlx::{Connection, PgConnection};
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// Stops the throwaway server even when an assertion fails.
@@ -34,7 +38,10 @@ async fn cluster_is_initialised_once_started_reused_and_stopped() {
     let pg = EmbeddedPostgres::from_config(&config).unwrap();
     let guard = StopOnDrop(pg.clone());
 
-    assert!(matches!(pg.status().unwrap(), Status::NotInitialised | Status::NotInstalled));
+    assert!(matches!(
+        pg.status().unwrap(),
+        Status::NotInitialised | Status::NotInstalled
+    ));
     tokio::task::spawn_blocking({
         let pg = pg.clone();
         move || pg.start()
@@ -42,7 +49,10 @@ async fn cluster_is_initialised_once_started_reused_and_stopped() {
     .await
     .unwrap()
     .unwrap();
-    assert!(matches!(pg.status().unwrap(), Status::Running { pid: Some(_) }));
+    assert!(matches!(
+        pg.status().unwrap(),
+        Status::Running { pid: Some(_) }
+    ));
 
     let mut conn = PgConnection::connect(&pg.url().unwrap()).await.unwrap();
     sqlx::raw_sql("CREATE TABLE kept (n int); INSERT INTO kept VALUES (42)")
@@ -67,7 +77,10 @@ async fn cluster_is_initialised_once_started_reused_and_stopped() {
     .unwrap()
     .unwrap();
     let mut conn = PgConnection::connect(&pg.url().unwrap()).await.unwrap();
-    let kept: i32 = sqlx::query_scalar("SELECT n FROM kept").fetch_one(&mut conn).await.unwrap();
+    let kept: i32 = sqlx::query_scalar("SELECT n FROM kept")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
     assert_eq!(kept, 42);
     conn.close().await.unwrap();
 

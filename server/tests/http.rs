@@ -21,19 +21,29 @@ async fn spawn_app(pool: PgPool) -> SocketAddr {
 #[sqlx::test(migrations = "../migrations")]
 async fn healthz_reports_postgres_and_pgvector_versions(pool: PgPool) {
     let addr = spawn_app(pool).await;
-    let response = reqwest::get(format!("http://{addr}/healthz")).await.unwrap();
+    let response = reqwest::get(format!("http://{addr}/healthz"))
+        .await
+        .unwrap();
     assert_eq!(response.status(), 200);
     let body: serde_json::Value = response.json().await.unwrap();
     assert_eq!(body["status"], "ok");
-    assert!(body["postgres"].as_str().unwrap().starts_with("18."), "{body}");
-    assert!(body["pgvector"].as_str().unwrap().starts_with("0.8."), "{body}");
+    assert!(
+        body["postgres"].as_str().unwrap().starts_with("18."),
+        "{body}"
+    );
+    assert!(
+        body["pgvector"].as_str().unwrap().starts_with("0.8."),
+        "{body}"
+    );
 }
 
 #[sqlx::test(migrations = "../migrations")]
 async fn healthz_is_503_when_the_database_is_gone(pool: PgPool) {
     let addr = spawn_app(pool.clone()).await;
     pool.close().await;
-    let response = reqwest::get(format!("http://{addr}/healthz")).await.unwrap();
+    let response = reqwest::get(format!("http://{addr}/healthz"))
+        .await
+        .unwrap();
     assert_eq!(response.status(), 503);
     let body: serde_json::Value = response.json().await.unwrap();
     assert_eq!(body["error"], "the database is unavailable");
@@ -45,7 +55,10 @@ async fn home_page_is_server_rendered_with_the_hydration_script(pool: PgPool) {
     let response = reqwest::get(format!("http://{addr}/")).await.unwrap();
     assert_eq!(response.status(), 200);
     let html = response.text().await.unwrap();
-    assert!(html.contains(r#"<form method="get" action="/" role="search""#), "{html}");
+    assert!(
+        html.contains(r#"<form method="get" action="/" role="search""#),
+        "{html}"
+    );
     assert!(html.contains(r#"name="q""#));
     assert!(html.contains("/pkg/zenbu.js"), "hydration script missing");
     assert!(html.contains("/pkg/zenbu.css"));
@@ -70,7 +83,9 @@ async fn a_query_gets_an_honest_not_yet_notice(pool: PgPool) {
 #[sqlx::test(migrations = "../migrations")]
 async fn unknown_paths_are_404_pages(pool: PgPool) {
     let addr = spawn_app(pool).await;
-    let response = reqwest::get(format!("http://{addr}/no/such/page")).await.unwrap();
+    let response = reqwest::get(format!("http://{addr}/no/such/page"))
+        .await
+        .unwrap();
     assert_eq!(response.status(), 404);
     assert!(response.text().await.unwrap().contains("Page not found"));
 }

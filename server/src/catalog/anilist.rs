@@ -2,8 +2,11 @@
 //!
 //! AniList answers at most 5,000 results for one filter combination, so the crawl is cut into
 //! slices: one per `seasonYear` + `season`, split further by `format` when a slice reports the
-//! cap, plus one "undated" slice per format for entries AniList has no season or year for
-//! (those cannot be narrowed by date; if one of them reaches the cap the report says so).
+//! cap, plus one "undated" slice per format for entries AniList has no season or year for. An
+//! undated slice is sorted by start date, entries without one first, and stops at the first
+//! page that reaches a dated entry. (An entry with a start date but no season would be missed:
+//! AniList derives the season from the start date, and in the reference data the three are
+//! always all present or all missing.)
 //!
 //! Every page's raw JSON is written to `raw_dir/<slice>/page-NNNN.json` before it is processed;
 //! a slice whose pages are all saved gets a `complete` marker. A rerun reads saved pages from disk
@@ -43,10 +46,10 @@ pub const NO_FORMAT: &str = "NONE";
 /// The most a page may hold on AniList.
 pub const MAX_PER_PAGE: u32 = 50;
 
-const QUERY: &str = r#"query ($page: Int, $perPage: Int, $seasonYear: Int, $season: MediaSeason, $format: MediaFormat, $formatNotIn: [MediaFormat]) {
+const QUERY: &str = r#"query ($page: Int, $perPage: Int, $seasonYear: Int, $season: MediaSeason, $format: MediaFormat, $formatNotIn: [MediaFormat], $sort: [MediaSort]) {
   Page(page: $page, perPage: $perPage) {
     pageInfo { total perPage currentPage lastPage hasNextPage }
-    media(type: ANIME, seasonYear: $seasonYear, season: $season, format: $format, format_not_in: $formatNotIn, sort: ID) {
+    media(type: ANIME, seasonYear: $seasonYear, season: $season, format: $format, format_not_in: $formatNotIn, sort: $sort) {
       id idMal title { romaji english native } type format synonyms season seasonYear
       startDate { year month day } description(asHtml: false) genres
       tags { name rank category isGeneralSpoiler isMediaSpoiler }
@@ -131,19 +134,32 @@ impl Slice {
         if self.format.is_some() || self.is_undated() {
             return None;
         }
-        Some(FORMATS.iter().map(|format| Slice { format: Some(format), ..self.clone() }).collect())
+        Some(
+            FORMATS
+                .iter()
+                .map(|format| Slice {
+                    format: Some(format),
+                    ..self.clone()
+                })
+                .collect(),
+        )
     }
 }
 
 /// Every slice of a full crawl, in order: seasons of each year, then the undated formats.
 pub fn plan(first_year: i32, last_year: i32) -> Vec<Slice> {
     let seasonal = (first_year..=last_year).flat_map(|year| {
-        SEASONS.iter().map(move |season| Slice { season_year: Some(year), season: Some(season), format: None })
+        SEASONS.iter().map(move |season| Slice {
+            season_year: Some(year),
+            season: Some(season),
+            format: None,
+        })
     });
-    let undated = FORMATS
-        .iter()
-        .chain([&NO_FORMAT])
-        .map(|format| Slice { season_year: None, season: None, format: Some(format) });
+    let undated = FORMATS.iter().chain([&NO_FORMAT]).map(|format| Slice {
+        season_year: None,
+        season: None,
+        format: Some(format),
+    });
     seasonal.chain(undated).collect()
 }
 
@@ -182,21 +198,49 @@ impl CrawlReport {
 
 impl std::fmt::Display for CrawlReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        writeln!(f, "slices               {:>6} ({} split by format)", self.slices, self.slices_split)?;
+        writeln!(
+            f,
+            "slices               {:>6} ({} split by format)",
+            self.slices, self.slices_split
+        )?;
         writeln!(f, "pages fetched        {:>6}", self.pages_fetched)?;
         writeln!(f, "pages from disk      {:>6}", self.pages_from_disk)?;
-        writeln!(f, "requests             {:>6} ({:.1}/min observed)", self.requests, self.requests_per_minute())?;
+        writeln!(
+            f,
+            "requests             {:>6} ({:.1}/min observed)",
+            self.requests,
+            self.requests_per_minute()
+        )?;
         writeln!(f, "retries              {:>6}", self.retries)?;
         writeln!(f, "429 answers          {:>6}", self.rate_limited)?;
-        writeln!(f, "waiting on limits    {:>6.1} s", self.rate_limit_wait.as_secs_f64())?;
-        writeln!(f, "anime                {:>6} ({} duplicates)", self.anime, self.duplicates)?;
+        writeln!(
+            f,
+            "waiting on limits    {:>6.1} s",
+            self.rate_limit_wait.as_secs_f64()
+        )?;
+        writeln!(
+            f,
+            "anime                {:>6} ({} duplicates)",
+            self.anime, self.duplicates
+        )?;
         for slice in &self.slices_capped {
-            writeln!(f, "INCOMPLETE: slice {slice} reached the result cap and cannot be split further")?;
+            writeln!(
+                f,
+                "INCOMPLETE: slice {slice} reached the result cap and cannot be split further"
+            )?;
         }
         for failure in &self.failures {
-            writeln!(f, "FAILED: slice {} page {}: {}", failure.slice, failure.page, failure.error)?;
+            writeln!(
+                f,
+                "FAILED: slice {} page {}: {}",
+                failure.slice, failure.page, failure.error
+            )?;
         }
-        write!(f, "crawl time           {:>6.1} s", self.elapsed.as_secs_f64())
+        write!(
+            f,
+            "crawl time           {:>6.1} s",
+            self.elapsed.as_secs_f64()
+        )
     }
 }
 
@@ -216,7 +260,10 @@ pub enum FetchError {
 
 impl FetchError {
     fn is_transient(&self) -> bool {
-        matches!(self, FetchError::Server(_) | FetchError::Transport(_) | FetchError::Malformed(_))
+        matches!(
+            self,
+            FetchError::Server(_) | FetchError::Transport(_) | FetchError::Malformed(_)
+        )
     }
 }
 
@@ -294,7 +341,12 @@ impl AniListClient {
             .timeout(options.request_timeout)
             .build()
             .map_err(|e| FetchError::Transport(e.to_string()))?;
-        Ok(Self { http, limiter: RateLimiter::direct(quota), options, counters: Mutex::default() })
+        Ok(Self {
+            http,
+            limiter: RateLimiter::direct(quota),
+            options,
+            counters: Mutex::default(),
+        })
     }
 
     /// Fetches one page (raw body and parsed), retrying transient failures with backoff.
@@ -323,6 +375,9 @@ impl AniListClient {
             "season": slice.season,
             "format": slice.format.filter(|_| !no_format),
             "formatNotIn": no_format.then_some(FORMATS),
+            // Undated slices sort by start date: AniList puts entries without one first, so the
+            // crawl can stop at the first dated entry instead of paging the whole format.
+            "sort": if slice.is_undated() { vec!["START_DATE", "ID"] } else { vec!["ID"] },
         });
         let body = serde_json::json!({ "query": QUERY, "variables": variables });
         let mut waits = 0;
@@ -352,14 +407,19 @@ impl AniListClient {
             if status.is_server_error() {
                 return Err(FetchError::Server(status));
             }
-            let text = response.text().await.map_err(|e| FetchError::Transport(error_chain(&e)))?;
+            let text = response
+                .text()
+                .await
+                .map_err(|e| FetchError::Transport(error_chain(&e)))?;
             if !status.is_success() {
                 let excerpt: String = text.chars().take(200).collect();
                 return Err(FetchError::Rejected(format!("HTTP {status}: {excerpt}")));
             }
             // Out of budget for this window: wait for the reset before the next request.
             if header_number(&headers, "x-ratelimit-remaining") == Some(0) {
-                let wait = reset_wait(&headers).or_else(|| retry_after(&headers)).unwrap_or(Duration::from_secs(60));
+                let wait = reset_wait(&headers)
+                    .or_else(|| retry_after(&headers))
+                    .unwrap_or(Duration::from_secs(60));
                 self.wait_for_limit(wait, false).await;
             }
             let page = parse_page(&text)?;
@@ -384,9 +444,11 @@ pub async fn crawl(
     options: AniListOptions,
     skip_fetch: bool,
     model: &str,
+    premiser: Option<&super::LlmPremiser>,
 ) -> Result<(CrawlReport, store::DocumentCounts), CrawlError> {
     let started = Instant::now();
     let client = AniListClient::new(options.clone())?;
+    let slices = plan(options.first_year, options.last_year);
     let mut run = Run {
         client: &client,
         pool,
@@ -394,10 +456,10 @@ pub async fn crawl(
         skip_fetch,
         seen: HashSet::new(),
         report: CrawlReport::default(),
-        progress: progress_bar(&options, plan(options.first_year, options.last_year).len()),
+        progress: progress_bar(&options, slices.len()),
     };
     fs::create_dir_all(&options.raw_dir).map_err(|e| CrawlError::Io(options.raw_dir.clone(), e))?;
-    for slice in plan(options.first_year, options.last_year) {
+    for slice in slices {
         run.slice(slice).await?;
         run.progress.inc(1);
     }
@@ -409,7 +471,7 @@ pub async fn crawl(
     report.rate_limited = counters.rate_limited;
     report.rate_limit_wait = counters.rate_limit_wait;
     report.elapsed = started.elapsed();
-    let documents = store::rebuild_documents(pool, model).await?;
+    let documents = store::rebuild_documents(pool, model, premiser).await?;
     Ok((report, documents))
 }
 
@@ -445,7 +507,8 @@ impl Run<'_> {
         loop {
             let file = dir.join(format!("page-{page:04}.json"));
             let parsed = if file.exists() {
-                let body = fs::read_to_string(&file).map_err(|e| CrawlError::Io(file.clone(), e))?;
+                let body =
+                    fs::read_to_string(&file).map_err(|e| CrawlError::Io(file.clone(), e))?;
                 match parse_page(&body) {
                     Ok(parsed) => {
                         self.report.pages_from_disk += 1;
@@ -463,8 +526,10 @@ impl Run<'_> {
                     Ok((body, parsed)) => {
                         if page == 1 && parsed.page_info.total >= self.options.result_cap {
                             if slice.split_by_format().is_some() {
-                                fs::create_dir_all(&dir).map_err(|e| CrawlError::Io(dir.clone(), e))?;
-                                fs::write(dir.join("split"), b"").map_err(|e| CrawlError::Io(dir.clone(), e))?;
+                                fs::create_dir_all(&dir)
+                                    .map_err(|e| CrawlError::Io(dir.clone(), e))?;
+                                fs::write(dir.join("split"), b"")
+                                    .map_err(|e| CrawlError::Io(dir.clone(), e))?;
                                 return self.split(&slice).await;
                             }
                             tracing::warn!(slice = %slice.key(), "slice reaches the result cap and cannot be split: entries beyond it are missing");
@@ -483,7 +548,12 @@ impl Run<'_> {
             let has_next = match parsed {
                 Some(parsed) => {
                     last_page = last_page.or(parsed.page_info.last_page);
-                    let has_next = parsed.page_info.has_next_page;
+                    let reached_dated = slice.is_undated()
+                        && parsed
+                            .media
+                            .iter()
+                            .any(|m| m.start_date.and_then(|d| d.year).is_some());
+                    let has_next = parsed.page_info.has_next_page && !reached_dated;
                     self.process(&slice, parsed.media).await?;
                     has_next
                 }
@@ -502,7 +572,10 @@ impl Run<'_> {
         Ok(())
     }
 
-    fn split<'s>(&'s mut self, slice: &'s Slice) -> futures_util::future::BoxFuture<'s, Result<(), CrawlError>> {
+    fn split<'s>(
+        &'s mut self,
+        slice: &'s Slice,
+    ) -> futures_util::future::BoxFuture<'s, Result<(), CrawlError>> {
         Box::pin(async move {
             self.report.slices_split += 1;
             for sub in slice.split_by_format().unwrap_or_default() {
@@ -534,14 +607,23 @@ impl Run<'_> {
             "{} pages, {} anime, {:.0}s waiting on limits",
             self.report.pages_fetched + self.report.pages_from_disk,
             self.report.anime,
-            self.client.counters.lock().unwrap().rate_limit_wait.as_secs_f64()
+            self.client
+                .counters
+                .lock()
+                .unwrap()
+                .rate_limit_wait
+                .as_secs_f64()
         ));
         Ok(())
     }
 
     fn fail(&mut self, slice: &Slice, page: u32, error: String) {
         tracing::error!(slice = %slice.key(), page, %error, "AniList page not imported");
-        self.report.failures.push(PageFailure { slice: slice.key(), page, error });
+        self.report.failures.push(PageFailure {
+            slice: slice.key(),
+            page,
+            error,
+        });
     }
 }
 
@@ -577,8 +659,13 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
 /// Time until `X-RateLimit-Reset` (a Unix time in seconds), at most a minute.
 fn reset_wait(headers: &HeaderMap) -> Option<Duration> {
     let reset = header_number(headers, "x-ratelimit-reset")?;
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).ok()?.as_secs_f64();
-    Some(Duration::from_secs_f64((reset as f64 - now).clamp(0.0, 60.0)))
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .ok()?
+        .as_secs_f64();
+    Some(Duration::from_secs_f64(
+        (reset as f64 - now).clamp(0.0, 60.0),
+    ))
 }
 
 fn error_chain(error: &dyn std::error::Error) -> String {
@@ -593,7 +680,10 @@ fn error_chain(error: &dyn std::error::Error) -> String {
 }
 
 fn current_year() -> i32 {
-    let seconds = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let seconds = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     1970 + (seconds / 31_556_952) as i32
 }
 
@@ -613,11 +703,20 @@ mod tests {
 
     #[test]
     fn every_entry_belongs_to_exactly_one_kind_of_slice() {
-        let dated: Media = serde_json::from_str(r#"{"id": 1, "season": "FALL", "seasonYear": 2005}"#).unwrap();
+        let dated: Media =
+            serde_json::from_str(r#"{"id": 1, "season": "FALL", "seasonYear": 2005}"#).unwrap();
         let no_season: Media = serde_json::from_str(r#"{"id": 2, "seasonYear": 2005}"#).unwrap();
         let undated: Media = serde_json::from_str(r#"{"id": 3}"#).unwrap();
-        let seasonal = Slice { season_year: Some(2005), season: Some("FALL"), format: None };
-        let undated_tv = Slice { season_year: None, season: None, format: Some("TV") };
+        let seasonal = Slice {
+            season_year: Some(2005),
+            season: Some("FALL"),
+            format: None,
+        };
+        let undated_tv = Slice {
+            season_year: None,
+            season: None,
+            format: Some("TV"),
+        };
         assert!(seasonal.owns(&dated) && !undated_tv.owns(&dated));
         assert!(!seasonal.owns(&no_season) && undated_tv.owns(&no_season));
         assert!(!seasonal.owns(&undated) && undated_tv.owns(&undated));
@@ -625,12 +724,24 @@ mod tests {
 
     #[test]
     fn only_seasonal_slices_split_and_only_once() {
-        let seasonal = Slice { season_year: Some(2005), season: Some("FALL"), format: None };
+        let seasonal = Slice {
+            season_year: Some(2005),
+            season: Some("FALL"),
+            format: None,
+        };
         let split = seasonal.split_by_format().unwrap();
         assert_eq!(split.len(), FORMATS.len());
         assert_eq!(split[0].key(), "2005-FALL-TV");
         assert!(split[0].split_by_format().is_none());
-        assert!(Slice { season_year: None, season: None, format: Some("TV") }.split_by_format().is_none());
+        assert!(
+            Slice {
+                season_year: None,
+                season: None,
+                format: Some("TV")
+            }
+            .split_by_format()
+            .is_none()
+        );
     }
 
     #[test]
@@ -640,7 +751,12 @@ mod tests {
         let bad = r#"{"data": {"Page": {"pageInfo": {"total": 2, "hasNextPage": false}, "media": [{"id": 1}, {"title": {}}]}}}"#;
         assert!(matches!(parse_page(bad), Err(FetchError::Malformed(_))));
         let errors = r#"{"data": null, "errors": [{"message": "perPage too large"}]}"#;
-        assert!(matches!(parse_page(errors), Err(FetchError::Rejected(m)) if m.contains("perPage")));
-        assert!(matches!(parse_page(r#"{"data": {"Pa"#), Err(FetchError::Malformed(_))));
+        assert!(
+            matches!(parse_page(errors), Err(FetchError::Rejected(m)) if m.contains("perPage"))
+        );
+        assert!(matches!(
+            parse_page(r#"{"data": {"Pa"#),
+            Err(FetchError::Malformed(_))
+        ));
     }
 }

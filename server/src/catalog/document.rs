@@ -55,7 +55,11 @@ pub fn theme_tags(tags: &[Tag]) -> Vec<&str> {
         .filter(|tag| tag.rank.is_some_and(|rank| rank >= MIN_TAG_RANK) && !tag.is_spoiler())
         .collect();
     themes.sort_by_key(|tag| std::cmp::Reverse(tag.rank));
-    themes.into_iter().map(|tag| tag.name.trim()).filter(|n| !n.is_empty()).collect()
+    themes
+        .into_iter()
+        .map(|tag| tag.name.trim())
+        .filter(|n| !n.is_empty())
+        .collect()
 }
 
 /// Human words for AniList's format codes.
@@ -76,20 +80,31 @@ pub fn format_label(format: &str) -> String {
 pub fn build_document(media: &Media, premise: Option<&Premise>) -> String {
     let mut parts: Vec<String> = Vec::new();
     if let Some(premise) = premise {
-        parts.push(format!("Series premise ({}): {}", premise.root_title, premise.text));
+        parts.push(format!(
+            "Series premise ({}): {}",
+            premise.root_title, premise.text
+        ));
     }
 
     if let Some(title) = media.main_title() {
-        let english = media.title.english.as_deref().map(str::trim).filter(|english| {
-            !english.is_empty() && !english.eq_ignore_ascii_case(title)
-        });
+        let english = media
+            .title
+            .english
+            .as_deref()
+            .map(str::trim)
+            .filter(|english| !english.is_empty() && !english.eq_ignore_ascii_case(title));
         parts.push(match english {
             Some(english) => format!("{title} ({english})"),
             None => title.to_string(),
         });
     }
 
-    let format = media.format.as_deref().map(str::trim).filter(|f| !f.is_empty()).map(format_label);
+    let format = media
+        .format
+        .as_deref()
+        .map(str::trim)
+        .filter(|f| !f.is_empty())
+        .map(format_label);
     let year = media.year().map(|year| year.to_string());
     let when: Vec<String> = [format, year].into_iter().flatten().collect();
     if !when.is_empty() {
@@ -100,8 +115,12 @@ pub fn build_document(media: &Media, premise: Option<&Premise>) -> String {
         parts.push(collapse_whitespace(&clean_description(description)));
     }
 
-    let genres: Vec<&str> =
-        media.genres.iter().map(|g| g.trim()).filter(|g| !g.is_empty()).collect();
+    let genres: Vec<&str> = media
+        .genres
+        .iter()
+        .map(|g| g.trim())
+        .filter(|g| !g.is_empty())
+        .collect();
     if !genres.is_empty() {
         parts.push(genres.join(", "));
     }
@@ -203,7 +222,10 @@ mod tests {
         media.format = None;
         media.description = Some("   ".into());
         let doc = build_document(&media, None);
-        assert_eq!(doc, "Mushishi (Mushi-Shi). 2005. Adventure, Slice of Life. Themes: Episodic, Iyashikei.");
+        assert_eq!(
+            doc,
+            "Mushishi (Mushi-Shi). 2005. Adventure, Slice of Life. Themes: Episodic, Iyashikei."
+        );
         for bad in ["(null)", "()", ". .", "..", "None"] {
             assert!(!doc.contains(bad), "{bad:?} in {doc:?}");
         }
@@ -213,7 +235,11 @@ mod tests {
     fn year_falls_back_to_the_start_date_and_format_stands_alone() {
         let mut media = mushishi();
         media.season_year = None;
-        media.start_date = Some(FuzzyDate { year: Some(2004), month: None, day: None });
+        media.start_date = Some(FuzzyDate {
+            year: Some(2004),
+            month: None,
+            day: None,
+        });
         assert!(build_document(&media, None).contains(" TV, 2004. "));
         media.start_date = None;
         assert!(build_document(&media, None).starts_with("Mushishi (Mushi-Shi). TV. Ginko"));
@@ -222,9 +248,17 @@ mod tests {
     #[test]
     fn english_title_equal_to_the_main_one_is_not_repeated() {
         let mut media = mushishi();
-        media.title = Title { romaji: Some("Monster".into()), english: Some("MONSTER".into()), native: None };
+        media.title = Title {
+            romaji: Some("Monster".into()),
+            english: Some("MONSTER".into()),
+            native: None,
+        };
         assert!(build_document(&media, None).starts_with("Monster. TV, 2005."));
-        media.title = Title { romaji: None, english: Some("Monster".into()), native: Some("モンスター".into()) };
+        media.title = Title {
+            romaji: None,
+            english: Some("Monster".into()),
+            native: Some("モンスター".into()),
+        };
         assert!(build_document(&media, None).starts_with("Monster. TV, 2005."));
     }
 
@@ -243,16 +277,25 @@ mod tests {
     fn html_is_stripped_and_entities_decoded() {
         let raw = "<i>Tom &amp; Jerry</i> don&#039;t stop.<br><br>\n<b>Ever</b> <a href=\"x\">again</a>.\
                    <script>alert(1)</script><br/>Last&nbsp;line";
-        assert_eq!(clean_description(raw), "Tom & Jerry don't stop.\nEver again.\nLast line");
+        assert_eq!(
+            clean_description(raw),
+            "Tom & Jerry don't stop.\nEver again.\nLast line"
+        );
     }
 
     #[test]
     fn source_notes_are_removed() {
         let raw = "A quiet story.<br><br>\n(Source: Crunchyroll)<br>[Written by MAL Rewrite]";
         assert_eq!(clean_description(raw), "A quiet story.");
-        assert_eq!(clean_description("Words (source: ANN, edited) here."), "Words here.");
+        assert_eq!(
+            clean_description("Words (source: ANN, edited) here."),
+            "Words here."
+        );
         // Other parentheses stay.
-        assert_eq!(clean_description("Mob (a psychic) lives."), "Mob (a psychic) lives.");
+        assert_eq!(
+            clean_description("Mob (a psychic) lives."),
+            "Mob (a psychic) lives."
+        );
     }
 
     #[test]
@@ -263,16 +306,26 @@ mod tests {
             tag("General Spoiler", 95, true, false),
             tag("Media Spoiler", 95, false, true),
             tag("Top", 90, false, false),
-            Tag { rank: None, ..tag("Unranked", 0, false, false) },
+            Tag {
+                rank: None,
+                ..tag("Unranked", 0, false, false)
+            },
         ];
         assert_eq!(theme_tags(&tags), vec!["Top", "Edge"]);
     }
 
     #[test]
     fn premise_goes_in_front() {
-        let premise = Premise { root_title: "Mushishi".into(), text: "Ginko studies mushi.".into() };
+        let premise = Premise {
+            root_title: "Mushishi".into(),
+            text: "Ginko studies mushi.".into(),
+        };
         let mut sequel = mushishi();
-        sequel.title = Title { romaji: Some("Mushishi Zoku Shou".into()), english: None, native: None };
+        sequel.title = Title {
+            romaji: Some("Mushishi Zoku Shou".into()),
+            english: None,
+            native: None,
+        };
         sequel.description = Some("The second season.".into());
         let doc = build_document(&sequel, Some(&premise));
         assert!(doc.starts_with("Series premise (Mushishi): Ginko studies mushi. Mushishi Zoku Shou. TV, 2005. The second season."), "{doc}");

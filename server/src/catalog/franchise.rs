@@ -19,8 +19,15 @@ use sha2::{Digest, Sha256};
 /// Relation types that keep two entries in one franchise. ADAPTATION/SOURCE point at manga,
 /// CHARACTER links crossovers between unrelated series, OTHER is anything: those do not.
 pub const FRANCHISE_RELATIONS: [&str; 9] = [
-    "PREQUEL", "SEQUEL", "PARENT", "SIDE_STORY", "SPIN_OFF", "ALTERNATIVE", "SUMMARY",
-    "COMPILATION", "CONTAINS",
+    "PREQUEL",
+    "SEQUEL",
+    "PARENT",
+    "SIDE_STORY",
+    "SPIN_OFF",
+    "ALTERNATIVE",
+    "SUMMARY",
+    "COMPILATION",
+    "CONTAINS",
 ];
 
 /// Name of the local premise generator; stored with each premise, so a change of method gives
@@ -90,7 +97,10 @@ pub fn local_premise(franchise: &Franchise, by_id: &HashMap<i32, &Media>) -> Opt
         .filter_map(|media| media.description.as_deref())
         .map(clean_description)
         .find(|text| text.chars().count() >= THIN_SYNOPSIS_CHARS)?;
-    Some(Premise { root_title, text: lead_sentences(&synopsis, PREMISE_MAX_CHARS) })
+    Some(Premise {
+        root_title,
+        text: lead_sentences(&synopsis, PREMISE_MAX_CHARS),
+    })
 }
 
 /// Hash of what a premise is made from (root title and the members' synopses), so a stored
@@ -119,7 +129,8 @@ pub fn lead_sentences(text: &str, max_chars: usize) -> String {
         if sentence.is_empty() {
             continue;
         }
-        let next_len = out.chars().count() + usize::from(!out.is_empty()) + sentence.chars().count();
+        let next_len =
+            out.chars().count() + usize::from(!out.is_empty()) + sentence.chars().count();
         if next_len > max_chars {
             if out.is_empty() {
                 let mut cut = String::new();
@@ -146,7 +157,8 @@ pub fn lead_sentences(text: &str, max_chars: usize) -> String {
 
 fn has_earlier_link(media: &Media, index: &HashMap<i32, usize>) -> bool {
     media.relation_edges().iter().any(|edge| {
-        matches!(edge.relation_type.as_str(), "PREQUEL" | "PARENT") && index.contains_key(&edge.node.id)
+        matches!(edge.relation_type.as_str(), "PREQUEL" | "PARENT")
+            && index.contains_key(&edge.node.id)
     })
 }
 
@@ -200,9 +212,27 @@ mod tests {
 
     fn mob_catalog() -> Vec<Media> {
         vec![
-            media(3, 2022, "Mob Psycho 100 III", "The third season.", &[("PREQUEL", 2)]),
-            media(1, 2016, "Mob Psycho 100", LONG, &[("SEQUEL", 2), ("ADAPTATION", 999)]),
-            media(2, 2019, "Mob Psycho 100 II", "The second season.", &[("PREQUEL", 1), ("SEQUEL", 3)]),
+            media(
+                3,
+                2022,
+                "Mob Psycho 100 III",
+                "The third season.",
+                &[("PREQUEL", 2)],
+            ),
+            media(
+                1,
+                2016,
+                "Mob Psycho 100",
+                LONG,
+                &[("SEQUEL", 2), ("ADAPTATION", 999)],
+            ),
+            media(
+                2,
+                2019,
+                "Mob Psycho 100 II",
+                "The second season.",
+                &[("PREQUEL", 1), ("SEQUEL", 3)],
+            ),
             media(4, 2018, "Mob Psycho Mini", "Shorts.", &[("PARENT", 1)]),
             media(10, 2005, "Mushishi", LONG, &[]),
             media(20, 2010, "Crossover A", "x", &[("CHARACTER", 10)]),
@@ -212,7 +242,13 @@ mod tests {
     #[test]
     fn groups_follow_franchise_relations_only() {
         let franchises = franchises(&mob_catalog());
-        assert_eq!(franchises, vec![Franchise { root_id: 1, members: vec![1, 4, 2, 3] }]);
+        assert_eq!(
+            franchises,
+            vec![Franchise {
+                root_id: 1,
+                members: vec![1, 4, 2, 3]
+            }]
+        );
     }
 
     #[test]
@@ -233,7 +269,10 @@ mod tests {
         assert!(premise.text.ends_with('.'));
         assert!(premise.text.chars().count() <= PREMISE_MAX_CHARS);
         // Deterministic.
-        assert_eq!(premise, local_premise(&franchises(&catalog)[0], &by_id).unwrap());
+        assert_eq!(
+            premise,
+            local_premise(&franchises(&catalog)[0], &by_id).unwrap()
+        );
     }
 
     #[test]

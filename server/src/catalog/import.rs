@@ -17,14 +17,23 @@ pub const DEMO_CATALOG: &str = include_str!("../../data/demo_catalog.jsonl");
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
     #[error("cannot read {path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("{path}: {} invalid line(s), nothing imported:\n{}", .errors.len(), summarise(.errors))]
-    Invalid { path: String, errors: Vec<(usize, String)> },
+    Invalid {
+        path: String,
+        errors: Vec<(usize, String)>,
+    },
 }
 
 fn summarise(errors: &[(usize, String)]) -> String {
-    let mut lines: Vec<String> =
-        errors.iter().take(10).map(|(line, error)| format!("  line {line}: {error}")).collect();
+    let mut lines: Vec<String> = errors
+        .iter()
+        .take(10)
+        .map(|(line, error)| format!("  line {line}: {error}"))
+        .collect();
     if errors.len() > 10 {
         lines.push(format!("  … and {} more", errors.len() - 10));
     }
@@ -35,7 +44,10 @@ fn summarise(errors: &[(usize, String)]) -> String {
 /// one bad line fails the whole file with the line numbers, so a half-read file never lands.
 pub fn read_media_file(path: &Path) -> Result<Vec<Media>, ImportError> {
     let shown = path.display().to_string();
-    let io_error = |source| ImportError::Io { path: shown.clone(), source };
+    let io_error = |source| ImportError::Io {
+        path: shown.clone(),
+        source,
+    };
     let mut file = File::open(path).map_err(io_error)?;
     let mut magic = [0u8; 2];
     let gzip = file.read(&mut magic).map_err(io_error)? == 2 && magic == [0x1f, 0x8b];
@@ -52,7 +64,10 @@ pub fn read_media_lines(reader: impl BufRead, source: &str) -> Result<Vec<Media>
     let mut media = Vec::new();
     let mut errors = Vec::new();
     for (index, line) in reader.lines().enumerate() {
-        let line = line.map_err(|e| ImportError::Io { path: source.to_string(), source: e })?;
+        let line = line.map_err(|e| ImportError::Io {
+            path: source.to_string(),
+            source: e,
+        })?;
         if line.trim().is_empty() {
             continue;
         }
@@ -62,7 +77,10 @@ pub fn read_media_lines(reader: impl BufRead, source: &str) -> Result<Vec<Media>
         }
     }
     if !errors.is_empty() {
-        return Err(ImportError::Invalid { path: source.to_string(), errors });
+        return Err(ImportError::Invalid {
+            path: source.to_string(),
+            errors,
+        });
     }
     Ok(media)
 }
@@ -85,7 +103,8 @@ mod tests {
         let plain = dir.path().join("media.jsonl");
         std::fs::write(&plain, lines).unwrap();
         let gz = dir.path().join("media.jsonl.gz");
-        let mut encoder = flate2::write::GzEncoder::new(File::create(&gz).unwrap(), Default::default());
+        let mut encoder =
+            flate2::write::GzEncoder::new(File::create(&gz).unwrap(), Default::default());
         encoder.write_all(lines.as_bytes()).unwrap();
         encoder.finish().unwrap();
         for path in [plain, gz] {
@@ -99,8 +118,14 @@ mod tests {
         let error = read_media_lines("{\"id\": 1}\nnot json\n{\"title\": {}}\n".as_bytes(), "f")
             .unwrap_err();
         let message = error.to_string();
-        assert!(message.contains("2 invalid line(s), nothing imported"), "{message}");
-        assert!(message.contains("line 2:") && message.contains("line 3:"), "{message}");
+        assert!(
+            message.contains("2 invalid line(s), nothing imported"),
+            "{message}"
+        );
+        assert!(
+            message.contains("line 2:") && message.contains("line 3:"),
+            "{message}"
+        );
     }
 
     #[test]
@@ -113,7 +138,12 @@ mod tests {
         // Relations stay inside the demo catalog, so its franchises are complete.
         for media in &demo {
             for edge in media.relation_edges() {
-                assert!(ids.contains(&edge.node.id), "{} -> {}", media.id, edge.node.id);
+                assert!(
+                    ids.contains(&edge.node.id),
+                    "{} -> {}",
+                    media.id,
+                    edge.node.id
+                );
             }
         }
         // It exercises the tag filter: some spoilers and some low-rank tags.

@@ -109,11 +109,15 @@ impl Media {
 
     /// The year it aired: the season year, else the start date's year.
     pub fn year(&self) -> Option<i32> {
-        self.season_year.or(self.start_date.and_then(|date| date.year))
+        self.season_year
+            .or(self.start_date.and_then(|date| date.year))
     }
 
     pub fn relation_edges(&self) -> &[RelationEdge] {
-        self.relations.as_ref().map(|r| r.edges.as_slice()).unwrap_or_default()
+        self.relations
+            .as_ref()
+            .map(|r| r.edges.as_slice())
+            .unwrap_or_default()
     }
 
     /// The title the catalog shows first: romaji, else English, else native.

@@ -6,6 +6,7 @@ pub mod document;
 pub mod franchise;
 pub mod import;
 pub mod media;
+pub mod premise;
 pub mod store;
 
 use std::time::{Duration, Instant};
@@ -29,27 +30,44 @@ pub async fn ingest(
     media: &[Media],
     include_adult: bool,
     model: &str,
+    premiser: Option<&LlmPremiser>,
 ) -> Result<IngestReport, sqlx::Error> {
     let started = Instant::now();
     let load = store::upsert_media(pool, media, include_adult).await?;
-    let documents = store::rebuild_documents(pool, model).await?;
-    Ok(IngestReport { load, documents, elapsed: started.elapsed() })
+    let documents = store::rebuild_documents(pool, model, premiser).await?;
+    Ok(IngestReport {
+        load,
+        documents,
+        elapsed: started.elapsed(),
+    })
 }
 
 /// Loads the bundled demo catalog when the catalog is empty (a fresh install); returns what it
 /// did, or `None` when there was already a catalog.
-pub async fn load_demo_if_empty(pool: &PgPool, model: &str) -> Result<Option<IngestReport>, sqlx::Error> {
-    let empty: bool = sqlx::query_scalar("SELECT NOT EXISTS (SELECT 1 FROM anime)").fetch_one(pool).await?;
+pub async fn load_demo_if_empty(
+    pool: &PgPool,
+    model: &str,
+    premiser: Option<&LlmPremiser>,
+) -> Result<Option<IngestReport>, sqlx::Error> {
+    let empty: bool = sqlx::query_scalar("SELECT NOT EXISTS (SELECT 1 FROM anime)")
+        .fetch_one(pool)
+        .await?;
     if !empty {
         return Ok(None);
     }
-    Ok(Some(ingest(pool, &import::demo_catalog(), false, model).await?))
+    Ok(Some(
+        ingest(pool, &import::demo_catalog(), false, model, premiser).await?,
+    ))
 }
 
 pub use media::Media;
+pub use premise::LlmPremiser;
 
 mod seconds {
-    pub fn serialize<S: serde::Serializer>(d: &std::time::Duration, s: S) -> Result<S::Ok, S::Error> {
+    pub fn serialize<S: serde::Serializer>(
+        d: &std::time::Duration,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         s.serialize_f64(d.as_secs_f64())
     }
 }
@@ -66,8 +84,15 @@ impl std::fmt::Display for IngestReport {
         writeln!(f, "franchises           {:>6}", d.franchises)?;
         writeln!(f, "  with a premise     {:>6}", d.franchises_with_premise)?;
         writeln!(f, "  premises created   {:>6}", d.premises_created)?;
+        if d.premise_fallbacks > 0 {
+            writeln!(f, "  LLM failed, local  {:>6}", d.premise_fallbacks)?;
+        }
         writeln!(f, "documents written    {:>6}", d.documents_written)?;
         writeln!(f, "documents unchanged  {:>6}", d.documents_unchanged)?;
-        write!(f, "elapsed              {:>6.2} s", self.elapsed.as_secs_f64())
+        write!(
+            f,
+            "elapsed              {:>6.2} s",
+            self.elapsed.as_secs_f64()
+        )
     }
 }

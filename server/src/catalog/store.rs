@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use futures_util::{StreamExt, stream};
 use sha2::{Digest, Sha256};
 use sqlx::{PgPool, Postgres, Transaction, types::Json};
 
@@ -10,7 +11,11 @@ use super::{
     document::{self, Premise, hex},
     franchise::{self, Franchise, LOCAL_GENERATOR},
     media::Media,
+    premise::{LlmPremiser, PremiseError},
 };
+
+/// LLM premise requests in flight at once.
+const LLM_CONCURRENCY: usize = 4;
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct LoadCounts {
@@ -27,6 +32,8 @@ pub struct DocumentCounts {
     pub franchises: usize,
     pub franchises_with_premise: usize,
     pub premises_created: usize,
+    /// Franchises whose LLM premise failed and that got the local one.
+    pub premise_fallbacks: usize,
     pub documents_written: usize,
     pub documents_unchanged: usize,
 }
@@ -44,7 +51,10 @@ pub async fn upsert_media(
     batch: &[Media],
     include_adult: bool,
 ) -> Result<LoadCounts, sqlx::Error> {
-    let mut counts = LoadCounts { received: batch.len(), ..Default::default() };
+    let mut counts = LoadCounts {
+        received: batch.len(),
+        ..Default::default()
+    };
     let mut tx = pool.begin().await?;
     let ids: Vec<i32> = batch.iter().map(|m| m.id).collect();
     let mut known: HashMap<i32, String> =
@@ -112,7 +122,12 @@ async fn write_anime(
     .bind(start.month)
     .bind(start.day)
     .bind(&media.description)
-    .bind(media.description.as_deref().map(document::clean_description))
+    .bind(
+        media
+            .description
+            .as_deref()
+            .map(document::clean_description),
+    )
     .bind(&media.genres)
     .bind(Json(&media.tags))
     .bind(media.average_score)
@@ -135,22 +150,38 @@ async fn write_anime(
     )
     .bind(media.id)
     .bind(edges.iter().map(|e| e.node.id).collect::<Vec<_>>())
-    .bind(edges.iter().map(|e| e.relation_type.clone()).collect::<Vec<_>>())
-    .bind(edges.iter().map(|e| e.node.format.clone()).collect::<Vec<_>>())
+    .bind(
+        edges
+            .iter()
+            .map(|e| e.relation_type.clone())
+            .collect::<Vec<_>>(),
+    )
+    .bind(
+        edges
+            .iter()
+            .map(|e| e.node.format.clone())
+            .collect::<Vec<_>>(),
+    )
     .execute(&mut **tx)
     .await?;
     Ok(())
 }
 
 /// Recomputes franchises, premises and documents from the stored catalog, writing only what
-/// changed. `model` is the embedding model whose name goes into each content hash.
-pub async fn rebuild_documents(pool: &PgPool, model: &str) -> Result<DocumentCounts, sqlx::Error> {
-    let catalog: Vec<Media> = sqlx::query_scalar::<_, Json<Media>>("SELECT raw FROM anime ORDER BY id")
-        .fetch_all(pool)
-        .await?
-        .into_iter()
-        .map(|json| json.0)
-        .collect();
+/// changed. `model` is the embedding model whose name goes into each content hash; with a
+/// `premiser`, franchises get LLM-written premises (the local one when the model fails).
+pub async fn rebuild_documents(
+    pool: &PgPool,
+    model: &str,
+    premiser: Option<&LlmPremiser>,
+) -> Result<DocumentCounts, sqlx::Error> {
+    let catalog: Vec<Media> =
+        sqlx::query_scalar::<_, Json<Media>>("SELECT raw FROM anime ORDER BY id")
+            .fetch_all(pool)
+            .await?
+            .into_iter()
+            .map(|json| json.0)
+            .collect();
     let by_id: HashMap<i32, &Media> = catalog.iter().map(|m| (m.id, m)).collect();
     let franchises = franchise::franchises(&catalog);
     let mut counts = DocumentCounts {
@@ -159,62 +190,131 @@ pub async fn rebuild_documents(pool: &PgPool, model: &str) -> Result<DocumentCou
         ..Default::default()
     };
 
-    let mut tx = pool.begin().await?;
-    write_franchises(&mut tx, &franchises).await?;
-
-    // Premises: reuse the stored one for the same franchise, method and inputs.
-    let stored: HashMap<(i32, String), String> = sqlx::query_as::<_, (i32, String, String)>(
-        "SELECT root_id, inputs_hash, premise FROM franchise_premises WHERE generator = $1",
+    // Premises: reuse a stored one for the same franchise, generator and inputs; otherwise make
+    // it (LLM calls run a few at a time, outside the transaction).
+    let generator = premiser
+        .map(LlmPremiser::generator)
+        .unwrap_or_else(|| LOCAL_GENERATOR.to_string());
+    let stored: HashMap<(i32, String, String), String> = sqlx::query_as::<_, (i32, String, String, String)>(
+        "SELECT root_id, generator, inputs_hash, premise FROM franchise_premises WHERE generator = ANY($1)",
     )
-    .bind(LOCAL_GENERATOR)
-    .fetch_all(&mut *tx)
+    .bind(vec![generator.clone(), LOCAL_GENERATOR.to_string()])
+    .fetch_all(pool)
     .await?
     .into_iter()
-    .map(|(root, inputs, premise)| ((root, inputs), premise))
+    .map(|(root, generator, inputs, premise)| ((root, generator, inputs), premise))
     .collect();
-    let mut premise_of: HashMap<i32, Premise> = HashMap::new();
-    for franchise in &franchises {
-        let inputs = franchise::premise_inputs_hash(franchise, &by_id);
-        let root_title = by_id[&franchise.root_id].main_title().unwrap_or_default().to_string();
-        let premise = match stored.get(&(franchise.root_id, inputs.clone())) {
-            Some(text) => Some(Premise { root_title, text: text.clone() }),
-            None => {
-                let premise = franchise::local_premise(franchise, &by_id);
-                if let Some(premise) = &premise {
-                    sqlx::query(
-                        "INSERT INTO franchise_premises (root_id, generator, inputs_hash, premise)
-                         VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-                    )
-                    .bind(franchise.root_id)
-                    .bind(LOCAL_GENERATOR)
-                    .bind(&inputs)
-                    .bind(&premise.text)
-                    .execute(&mut *tx)
-                    .await?;
-                    counts.premises_created += 1;
+    let inputs: Vec<String> = franchises
+        .iter()
+        .map(|f| franchise::premise_inputs_hash(f, &by_id))
+        .collect();
+    let mut texts: Vec<Option<String>> = franchises
+        .iter()
+        .zip(&inputs)
+        .map(|(f, hash)| {
+            stored
+                .get(&(f.root_id, generator.clone(), hash.clone()))
+                .cloned()
+        })
+        .collect();
+    let mut new_rows: Vec<(i32, String, String, String)> = Vec::new();
+    if let Some(premiser) = premiser {
+        let missing: Vec<usize> = (0..franchises.len())
+            .filter(|&i| texts[i].is_none())
+            .collect();
+        let answers: Vec<(usize, Result<String, PremiseError>)> = stream::iter(missing)
+            .map(|i| {
+                let (root_title, members) = premise_inputs(&franchises[i], &by_id);
+                async move { (i, premiser.premise(&root_title, &members).await) }
+            })
+            .buffer_unordered(LLM_CONCURRENCY)
+            .collect()
+            .await;
+        for (i, answer) in answers {
+            match answer {
+                Ok(text) => {
+                    new_rows.push((
+                        franchises[i].root_id,
+                        generator.clone(),
+                        inputs[i].clone(),
+                        text.clone(),
+                    ));
+                    texts[i] = Some(text);
                 }
-                premise
-            }
-        };
-        if let Some(premise) = premise {
-            counts.franchises_with_premise += 1;
-            for &member in franchise.members.iter().filter(|&&id| id != franchise.root_id) {
-                premise_of.insert(member, premise.clone());
+                Err(error) => {
+                    tracing::warn!(root = franchises[i].root_id, %error, "LLM premise failed: using the local one");
+                    counts.premise_fallbacks += 1;
+                }
             }
         }
     }
+    // Whatever has no premise yet gets the local one (stored or made now).
+    for (i, franchise) in franchises.iter().enumerate() {
+        if texts[i].is_some() {
+            continue;
+        }
+        let key = (
+            franchise.root_id,
+            LOCAL_GENERATOR.to_string(),
+            inputs[i].clone(),
+        );
+        texts[i] = match stored.get(&key) {
+            Some(text) => Some(text.clone()),
+            None => franchise::local_premise(franchise, &by_id).map(|premise| {
+                new_rows.push((key.0, key.1, key.2, premise.text.clone()));
+                premise.text
+            }),
+        };
+    }
+    let mut premise_of: HashMap<i32, Premise> = HashMap::new();
+    for (franchise, text) in franchises.iter().zip(texts) {
+        let Some(text) = text else { continue };
+        counts.franchises_with_premise += 1;
+        let root_title = by_id[&franchise.root_id]
+            .main_title()
+            .unwrap_or_default()
+            .to_string();
+        let premise = Premise { root_title, text };
+        for &member in franchise
+            .members
+            .iter()
+            .filter(|&&id| id != franchise.root_id)
+        {
+            premise_of.insert(member, premise.clone());
+        }
+    }
 
-    let existing: HashMap<i32, (String, String)> =
-        sqlx::query_as::<_, (i32, String, String)>("SELECT anime_id, content_hash, model FROM documents")
-            .fetch_all(&mut *tx)
-            .await?
-            .into_iter()
-            .map(|(id, hash, model)| (id, (hash, model)))
-            .collect();
+    let mut tx = pool.begin().await?;
+    write_franchises(&mut tx, &franchises).await?;
+    for (root, generator, inputs, premise) in &new_rows {
+        sqlx::query(
+            "INSERT INTO franchise_premises (root_id, generator, inputs_hash, premise)
+             VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+        )
+        .bind(root)
+        .bind(generator)
+        .bind(inputs)
+        .bind(premise)
+        .execute(&mut *tx)
+        .await?;
+    }
+    counts.premises_created = new_rows.len();
+
+    let existing: HashMap<i32, (String, String)> = sqlx::query_as::<_, (i32, String, String)>(
+        "SELECT anime_id, content_hash, model FROM documents",
+    )
+    .fetch_all(&mut *tx)
+    .await?
+    .into_iter()
+    .map(|(id, hash, model)| (id, (hash, model)))
+    .collect();
     for media in &catalog {
         let body = document::build_document(media, premise_of.get(&media.id));
         let hash = document::content_hash(model, &body);
-        if existing.get(&media.id).is_some_and(|(stored, m)| *stored == hash && m == model) {
+        if existing
+            .get(&media.id)
+            .is_some_and(|(stored, m)| *stored == hash && m == model)
+        {
             counts.documents_unchanged += 1;
             continue;
         }
@@ -233,6 +333,32 @@ pub async fn rebuild_documents(pool: &PgPool, model: &str) -> Result<DocumentCou
     }
     tx.commit().await?;
     Ok(counts)
+}
+
+/// What the LLM sees of a franchise: the root's title and each member's title and synopsis.
+fn premise_inputs(
+    franchise: &Franchise,
+    by_id: &HashMap<i32, &Media>,
+) -> (String, Vec<(String, String)>) {
+    let title = |media: &Media| media.main_title().unwrap_or_default().to_string();
+    let root_title = by_id
+        .get(&franchise.root_id)
+        .map(|m| title(m))
+        .unwrap_or_default();
+    let members = franchise
+        .members
+        .iter()
+        .filter_map(|id| by_id.get(id))
+        .map(|media| {
+            let synopsis = media
+                .description
+                .as_deref()
+                .map(document::clean_description)
+                .unwrap_or_default();
+            (title(media), synopsis)
+        })
+        .collect();
+    (root_title, members)
 }
 
 /// Makes the `franchises` table and `anime.franchise_root_id` match `franchises`, touching only

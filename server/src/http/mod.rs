@@ -29,7 +29,10 @@ impl AppState {
             .site_root(site_root.to_string_lossy().as_ref())
             .site_pkg_dir("pkg")
             .build();
-        Self { leptos_options, pool }
+        Self {
+            leptos_options,
+            pool,
+        }
     }
 }
 
@@ -56,5 +59,9 @@ struct Health {
 /// cannot be reached.
 async fn healthz(State(pool): State<PgPool>) -> Result<Json<Health>, ApiError> {
     let versions = crate::db::versions(&pool).await?;
-    Ok(Json(Health { status: "ok", postgres: versions.postgres, pgvector: versions.pgvector }))
+    Ok(Json(Health {
+        status: "ok",
+        postgres: versions.postgres,
+        pgvector: versions.pgvector,
+    }))
 }
