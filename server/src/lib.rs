@@ -8,3 +8,4 @@ pub mod config;
 pub mod db;
 pub mod fakes;
 pub mod http;
+pub mod pypi;

