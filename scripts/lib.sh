@@ -13,6 +13,9 @@ if [ -f .env ]; then set -a; source .env; set +a; fi
 export ZENBU_CACHE_DIR=${ZENBU_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/zenbu}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ZENBU_CACHE_DIR/target}
 export ZENBU_SITE_ROOT=${ZENBU_SITE_ROOT:-$ROOT/target/site}
+# Absolute, so every command (and the EXIT trap of scripts/test, run from end2end/) means the same
+# cluster whatever its working directory.
+export ZENBU_DATA_DIR=${ZENBU_DATA_DIR:-$ROOT/.data}
 TOOLS_DIR=$ZENBU_CACHE_DIR/tools
 
 step() { printf '\n==> %s\n' "$*" >&2; }

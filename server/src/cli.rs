@@ -38,6 +38,13 @@ pub enum Command {
         /// AniList id.
         id: i32,
     },
+    /// Print the local embedding of a text as JSON (for checks against other implementations).
+    Embed {
+        text: String,
+        /// Embed as a passage (`passage: ` prefix) instead of a query.
+        #[arg(long)]
+        passage: bool,
+    },
     /// Run the fake AniList GraphQL server (for trying the crawler by hand).
     FakeAnilist(FakeAniListArgs),
     /// Manage the embedded PostgreSQL (used when DATABASE_URL is not set).
@@ -125,6 +132,13 @@ pub async fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Ingest(args) => ingest(&config, args).await,
+        Command::Embed { text, passage } => {
+            use crate::search::e5::{E5Model, Kind};
+            let model = E5Model::from_cache(&config.embedded.cache_dir())?;
+            let kind = if passage { Kind::Passage } else { Kind::Query };
+            println!("{}", serde_json::to_string(&model.embed(&text, kind)?)?);
+            Ok(())
+        }
         Command::FakeAnilist(args) => {
             let media = catalog::import::read_media_file(&args.from)?;
             let mut fake_config = crate::fakes::anilist::FakeAniListConfig::new(media);

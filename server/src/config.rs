@@ -102,13 +102,15 @@ pub struct EmbeddedConfig {
 
 impl EmbeddedConfig {
     pub fn cache_dir(&self) -> PathBuf {
-        if let Some(dir) = &self.cache_dir {
-            return dir.clone();
-        }
-        let base = std::env::var_os("XDG_CACHE_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache")))
-            .unwrap_or_else(std::env::temp_dir);
-        base.join("zenbu")
+        self.cache_dir.clone().unwrap_or_else(default_cache_dir)
     }
+}
+
+/// `$XDG_CACHE_HOME/zenbu`, else `~/.cache/zenbu`.
+pub fn default_cache_dir() -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("zenbu")
 }

@@ -9,3 +9,4 @@ pub mod db;
 pub mod fakes;
 pub mod http;
 pub mod pypi;
+pub mod search;

