@@ -30,7 +30,31 @@ async fn migrate_applies_every_step_and_is_idempotent(pool: PgPool) {
 }
 
 #[sqlx::test(migrations = false)]
-async fn pgvector_check_accepts_the_embedded_server(pool: PgPool) {
-    let version = server::db::check_pgvector(&pool).await.unwrap();
+async fn extension_check_accepts_the_embedded_server(pool: PgPool) {
+    let version = server::db::check_extensions(&pool).await.unwrap();
     assert!(version.starts_with("0.8"), "{version}");
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn trigram_matching_finds_titles_despite_spacing_and_typos(pool: PgPool) {
+    let (spaced, typo): (f32, bool) =
+        sqlx::query_as("SELECT similarity('Mushishi', 'mushi shi'), 'Mushishi' % 'mushisi'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert!(spaced > 0.5, "{spaced}");
+    assert!(typo);
+    // And a trigram index serves it.
+    sqlx::raw_sql(
+        "CREATE TABLE titles (t text); INSERT INTO titles VALUES ('Mushishi'), ('Monster');
+         CREATE INDEX ON titles USING gin (t gin_trgm_ops);",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let found: Vec<String> = sqlx::query_scalar("SELECT t FROM titles WHERE t % 'mushisi'")
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    assert_eq!(found, vec!["Mushishi".to_string()]);
 }

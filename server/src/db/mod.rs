@@ -2,6 +2,7 @@
 //! migrations.
 
 pub mod embedded;
+mod pg_trgm;
 
 use std::time::Duration;
 
@@ -30,6 +31,11 @@ pub enum DbError {
     PgvectorMissing,
     #[error("pgvector {0} is too old; Zenbu needs >= {MIN_PGVECTOR} (HNSW indexes)")]
     PgvectorTooOld(String),
+    #[error(
+        "pg_trgm is not available on this PostgreSQL server; Zenbu needs it for fuzzy title \
+         matching (it ships with PostgreSQL's contrib packages and every managed PostgreSQL)"
+    )]
+    TrigramMissing,
     #[error("migrations failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error(transparent)]
@@ -84,19 +90,23 @@ pub async fn connect(url: &str) -> Result<PgPool, DbError> {
         .connect(url)
         .await
         .map_err(DbError::Connect)?;
-    check_pgvector(&pool).await?;
+    check_extensions(&pool).await?;
     Ok(pool)
 }
 
-/// Fails with a clear error unless the server offers pgvector >= [`MIN_PGVECTOR`]; returns the
-/// version it offers.
-pub async fn check_pgvector(pool: &PgPool) -> Result<String, DbError> {
-    let available: Option<String> = sqlx::query_scalar(
-        "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'",
-    )
-    .fetch_optional(pool)
-    .await?;
-    pgvector_usable(available)
+/// Fails with a clear error unless the server offers pgvector >= [`MIN_PGVECTOR`] and pg_trgm;
+/// returns the pgvector version it offers.
+pub async fn check_extensions(pool: &PgPool) -> Result<String, DbError> {
+    let available = |name: &'static str| {
+        sqlx::query_scalar::<_, String>(
+            "SELECT default_version FROM pg_available_extensions WHERE name = $1",
+        )
+        .bind(name)
+        .fetch_optional(pool)
+    };
+    let pgvector = pgvector_usable(available("vector").await?)?;
+    available("pg_trgm").await?.ok_or(DbError::TrigramMissing)?;
+    Ok(pgvector)
 }
 
 fn pgvector_usable(available: Option<String>) -> Result<String, DbError> {
