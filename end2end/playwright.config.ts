@@ -44,6 +44,8 @@ export default defineConfig({
     env: {
       ZENBU_ADDR: `127.0.0.1:${port}`,
       ZENBU_PG_DATABASE: 'zenbu_e2e',
+      // Blank, not unset: a developer's .env must not point the suite at another database.
+      DATABASE_URL: '',
     },
   },
 });

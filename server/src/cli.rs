@@ -1,4 +1,5 @@
-//! The command line: `server [serve]`, `server migrate`, `server db status|start|stop|url`.
+//! The command line: `server [serve]`, `migrate`, `ingest`, `document`, `embed`,
+//! `fake-anilist` and `db status|start|stop|url` (`server --help` describes each).
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -201,6 +202,12 @@ async fn ingest(config: &Config, args: IngestArgs) -> Result<()> {
                 report.failures.len()
             );
         }
+        if !report.slices_capped.is_empty() {
+            anyhow::bail!(
+                "incomplete: {} slice(s) reached the result cap and could not be split",
+                report.slices_capped.len()
+            );
+        }
         return Ok(());
     }
     let media = match &args.from {
@@ -222,10 +229,9 @@ async fn ingest(config: &Config, args: IngestArgs) -> Result<()> {
 async fn serve(config: Config) -> Result<()> {
     let pool = db::connect(&db::database_url(&config).await?).await?;
     db::migrate(&pool).await?;
-    if let Some(report) =
-        catalog::load_demo_if_empty(&pool, &config.embedding_model, premiser(&config).as_ref())
-            .await?
-    {
+    // Local premises for the automatic demo load: a slow or unreachable LLM must not keep the
+    // server from starting (`server ingest --demo` with a key writes LLM premises).
+    if let Some(report) = catalog::load_demo_if_empty(&pool, &config.embedding_model, None).await? {
         tracing::info!(
             anime = report.documents.anime,
             franchises = report.documents.franchises,
@@ -267,12 +273,16 @@ fn premiser(config: &Config) -> Option<catalog::LlmPremiser> {
 }
 
 async fn db_command(config: &Config, action: DbAction) -> Result<()> {
-    if config.database_url.is_some() && !matches!(action, DbAction::Url) {
+    if config.database_url.is_some() {
         tracing::warn!("DATABASE_URL is set: the app does not use the embedded server");
     }
     let embedded = EmbeddedPostgres::from_config(&config.embedded)?;
     match action {
-        DbAction::Status => println!("embedded PostgreSQL: {}", embedded.status()?),
+        DbAction::Status => println!(
+            "embedded PostgreSQL: {} (cluster {})",
+            embedded.status()?,
+            embedded.cluster_dir().display()
+        ),
         DbAction::Start => {
             db::database_url(&Config {
                 database_url: None,
@@ -289,7 +299,14 @@ async fn db_command(config: &Config, action: DbAction) -> Result<()> {
             embedded.stop()?;
             println!("embedded PostgreSQL: {}", embedded.status()?);
         }
-        DbAction::Url => println!("{}", db::database_url(config).await?),
+        // Always the embedded server's: scripts/test relies on it even when a .env names another.
+        DbAction::Url => {
+            let embedded_only = Config {
+                database_url: None,
+                ..config.clone()
+            };
+            println!("{}", db::database_url(&embedded_only).await?)
+        }
     }
     Ok(())
 }

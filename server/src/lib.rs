@@ -7,6 +7,7 @@ pub mod cli;
 pub mod config;
 pub mod db;
 pub mod fakes;
+pub mod files;
 pub mod http;
 pub mod pypi;
 pub mod search;

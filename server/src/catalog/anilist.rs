@@ -134,9 +134,10 @@ impl Slice {
         if self.format.is_some() || self.is_undated() {
             return None;
         }
+        // NO_FORMAT too, or a split season would lose its entries without a format.
+        let formats = FORMATS.iter().chain([&NO_FORMAT]);
         Some(
-            FORMATS
-                .iter()
+            formats
                 .map(|format| Slice {
                     format: Some(format),
                     ..self.clone()
@@ -502,37 +503,47 @@ impl Run<'_> {
         if dir.join("split").exists() {
             return self.split(&slice).await;
         }
+        if dir.join("capped").exists() {
+            self.report.slices_capped.push(slice.key());
+        }
+        let last_saved = last_saved_page(&dir);
         let mut page = 1u32;
         let mut last_page: Option<u32> = None;
         loop {
             let file = dir.join(format!("page-{page:04}.json"));
-            let parsed = if file.exists() {
-                let body =
-                    fs::read_to_string(&file).map_err(|e| CrawlError::Io(file.clone(), e))?;
-                match parse_page(&body) {
-                    Ok(parsed) => {
-                        self.report.pages_from_disk += 1;
-                        Some(parsed)
-                    }
-                    Err(error) => {
-                        self.fail(&slice, page, format!("saved page unreadable: {error}"));
-                        None
-                    }
-                }
+            let saved = if file.exists() {
+                self.read_saved(&slice, page, &file)?
+            } else {
+                None
+            };
+            let parsed = if saved.is_some() {
+                saved
             } else if self.skip_fetch || dir.join("complete").exists() {
+                // Nothing more on disk: the slice ends here, unless later pages were saved
+                // after a page that never arrived, which is reported.
+                if last_saved.is_some_and(|last| page < last) {
+                    if !self
+                        .report
+                        .failures
+                        .iter()
+                        .any(|f| f.slice == slice.key() && f.page == page)
+                    {
+                        self.fail(&slice, page, "missing from the saved pages".into());
+                    }
+                    page += 1;
+                    continue;
+                }
                 break;
             } else {
                 match self.client.fetch(&slice, page).await {
                     Ok((body, parsed)) => {
                         if page == 1 && parsed.page_info.total >= self.options.result_cap {
                             if slice.split_by_format().is_some() {
-                                fs::create_dir_all(&dir)
-                                    .map_err(|e| CrawlError::Io(dir.clone(), e))?;
-                                fs::write(dir.join("split"), b"")
-                                    .map_err(|e| CrawlError::Io(dir.clone(), e))?;
+                                mark(&dir, "split")?;
                                 return self.split(&slice).await;
                             }
                             tracing::warn!(slice = %slice.key(), "slice reaches the result cap and cannot be split: entries beyond it are missing");
+                            mark(&dir, "capped")?;
                             self.report.slices_capped.push(slice.key());
                         }
                         save_atomically(&dir, &file, &body)?;
@@ -566,10 +577,40 @@ impl Run<'_> {
             page += 1;
         }
         let failed = self.report.failures.iter().any(|f| f.slice == slice.key());
-        if !self.skip_fetch && !failed && dir.exists() && !dir.join("complete").exists() {
-            fs::write(dir.join("complete"), b"").map_err(|e| CrawlError::Io(dir.clone(), e))?;
+        if !self.skip_fetch && !failed && dir.exists() {
+            mark(&dir, "complete")?;
         }
         Ok(())
+    }
+
+    /// A saved page, parsed. One that no longer reads is moved aside (`.rejected`) so that the
+    /// caller fetches it again; with `--skip-fetch` it is reported instead.
+    fn read_saved(
+        &mut self,
+        slice: &Slice,
+        page: u32,
+        file: &Path,
+    ) -> Result<Option<Page>, CrawlError> {
+        let body = fs::read_to_string(file).map_err(|e| CrawlError::Io(file.to_path_buf(), e))?;
+        match parse_page(&body) {
+            Ok(parsed) => {
+                self.report.pages_from_disk += 1;
+                Ok(Some(parsed))
+            }
+            Err(error) if self.skip_fetch => {
+                self.fail(slice, page, format!("saved page unreadable: {error}"));
+                Ok(None)
+            }
+            Err(error) => {
+                tracing::warn!(slice = %slice.key(), page, %error, "saved page unreadable: fetching it again");
+                let aside = file.with_extension("json.rejected");
+                fs::rename(file, &aside).map_err(|e| CrawlError::Io(file.to_path_buf(), e))?;
+                if let Some(dir) = file.parent() {
+                    let _ = fs::remove_file(dir.join("complete"));
+                }
+                Ok(None)
+            }
+        }
     }
 
     fn split<'s>(
@@ -597,12 +638,7 @@ impl Run<'_> {
         }
         self.report.anime += fresh.len();
         let counts = store::upsert_media(self.pool, &fresh, self.options.include_adult).await?;
-        let load = &mut self.report.load;
-        load.received += counts.received;
-        load.inserted += counts.inserted;
-        load.updated += counts.updated;
-        load.unchanged += counts.unchanged;
-        load.skipped_adult += counts.skipped_adult;
+        self.report.load += counts;
         self.progress.set_message(format!(
             "{} pages, {} anime, {:.0}s waiting on limits",
             self.report.pages_fetched + self.report.pages_from_disk,
@@ -627,12 +663,32 @@ impl Run<'_> {
     }
 }
 
-/// Writes the page through a temporary file and a rename, so a crash never leaves half a page.
+/// Highest page number saved in `dir`, if any.
+fn last_saved_page(dir: &Path) -> Option<u32> {
+    fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().into_string().ok()?;
+            name.strip_prefix("page-")?
+                .strip_suffix(".json")?
+                .parse()
+                .ok()
+        })
+        .max()
+}
+
+/// Leaves a marker file (`split`, `capped`, `complete`) in a slice folder.
+fn mark(dir: &Path, marker: &str) -> Result<(), CrawlError> {
+    fs::create_dir_all(dir).map_err(|e| CrawlError::Io(dir.to_path_buf(), e))?;
+    fs::write(dir.join(marker), b"").map_err(|e| CrawlError::Io(dir.to_path_buf(), e))
+}
+
+/// Saves a page whole (temporary file, sync, rename): a crash never leaves half a page.
 fn save_atomically(dir: &Path, file: &Path, body: &str) -> Result<(), CrawlError> {
     fs::create_dir_all(dir).map_err(|e| CrawlError::Io(dir.to_path_buf(), e))?;
-    let partial = file.with_extension("json.partial");
-    fs::write(&partial, body).map_err(|e| CrawlError::Io(partial.clone(), e))?;
-    fs::rename(&partial, file).map_err(|e| CrawlError::Io(file.to_path_buf(), e))
+    crate::files::write_atomic(file, body.as_bytes(), 0o644)
+        .map_err(|e| CrawlError::Io(file.to_path_buf(), e))
 }
 
 fn progress_bar(options: &AniListOptions, slices: usize) -> ProgressBar {
@@ -730,7 +786,8 @@ mod tests {
             format: None,
         };
         let split = seasonal.split_by_format().unwrap();
-        assert_eq!(split.len(), FORMATS.len());
+        assert_eq!(split.len(), FORMATS.len() + 1);
+        assert_eq!(split.last().unwrap().key(), "2005-FALL-NONE");
         assert_eq!(split[0].key(), "2005-FALL-TV");
         assert!(split[0].split_by_format().is_none());
         assert!(

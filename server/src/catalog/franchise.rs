@@ -3,8 +3,8 @@
 //! members carry in their documents.
 //!
 //! The local premise is the start of the root's synopsis, cut at sentence boundaries: cheap,
-//! deterministic, and true to the source. (An LLM-written premise, stored per franchise + model +
-//! input hash, comes with the OpenAI integration.)
+//! deterministic, and true to the source. With an OpenAI key, `premise` writes one with an LLM
+//! instead; both are stored per franchise, generator and inputs hash (`store`).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -35,7 +35,7 @@ pub const FRANCHISE_RELATIONS: [&str; 9] = [
 pub const LOCAL_GENERATOR: &str = "local-lead-sentences-v1";
 
 /// How long a local premise may grow (characters); whole sentences only, at least one.
-const PREMISE_MAX_CHARS: usize = 320;
+pub const PREMISE_MAX_CHARS: usize = 320;
 /// A synopsis shorter than this says too little to be a premise ("The second season of X.").
 const THIN_SYNOPSIS_CHARS: usize = 120;
 

@@ -14,10 +14,8 @@ use async_openai::{
     },
 };
 
-use super::franchise::lead_sentences;
+use super::franchise::{PREMISE_MAX_CHARS, lead_sentences};
 
-/// Longest premise kept from a model answer (characters, whole sentences).
-pub const MAX_PREMISE_CHARS: usize = 320;
 /// How much of each member's synopsis the model sees.
 const SYNOPSIS_CHARS: usize = 1_200;
 /// At most this many members' synopses go out (the earliest ones).
@@ -109,6 +107,6 @@ impl LlmPremiser {
             .map(|text| text.split_whitespace().collect::<Vec<_>>().join(" "))
             .filter(|text| !text.is_empty())
             .ok_or(PremiseError::Empty)?;
-        Ok(lead_sentences(&text, MAX_PREMISE_CHARS))
+        Ok(lead_sentences(&text, PREMISE_MAX_CHARS))
     }
 }

@@ -26,6 +26,16 @@ pub struct LoadCounts {
     pub unchanged: usize,
 }
 
+impl std::ops::AddAssign for LoadCounts {
+    fn add_assign(&mut self, other: Self) {
+        self.received += other.received;
+        self.skipped_adult += other.skipped_adult;
+        self.inserted += other.inserted;
+        self.updated += other.updated;
+        self.unchanged += other.unchanged;
+    }
+}
+
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct DocumentCounts {
     pub anime: usize,

