@@ -99,6 +99,15 @@ fn walk_pages(dir: &std::path::Path) -> usize {
         .sum()
 }
 
+/// Pages of the FALL 2005 slice the fake was asked for since request number `before`.
+fn fall_pages_requested_since(fake: &FakeAniList, before: usize) -> Vec<u32> {
+    fake.requests()[before..]
+        .iter()
+        .filter(|r| r.season.as_deref() == Some("FALL"))
+        .map(|r| r.page)
+        .collect()
+}
+
 fn rule(page: u32, failure: Failure, times: usize) -> FailureRule {
     FailureRule {
         season_year: Some(2005),
@@ -275,11 +284,7 @@ async fn a_malformed_page_is_reported_and_imports_nothing(pool: PgPool) {
     let before = fake.requests().len();
     let report = crawl(&pool, options(&fake, raw.path().into(), 2005, 2005)).await;
     assert!(report.failures.is_empty(), "{report}");
-    let fetched: Vec<u32> = fake.requests()[before..]
-        .iter()
-        .filter(|r| r.season.as_deref() == Some("FALL"))
-        .map(|r| r.page)
-        .collect();
+    let fetched = fall_pages_requested_since(&fake, before);
     assert_eq!(fetched, vec![2]);
     assert_eq!(catalog_ids(&pool).await.len(), 120);
 }
@@ -314,11 +319,7 @@ async fn a_crash_mid_run_resumes_without_refetching_saved_pages(pool: PgPool) {
     let report = crawl(&pool, options(&fake, raw.path().into(), 2005, 2005)).await;
     assert!(report.failures.is_empty(), "{report}");
     assert_eq!(report.pages_from_disk, saved, "{report}");
-    let fetched: Vec<u32> = fake.requests()[before..]
-        .iter()
-        .filter(|r| r.season.as_deref() == Some("FALL"))
-        .map(|r| r.page)
-        .collect();
+    let fetched = fall_pages_requested_since(&fake, before);
     assert_eq!(fetched, vec![3, 4]);
     assert_eq!(catalog_ids(&pool).await.len(), 200);
 
@@ -403,11 +404,7 @@ async fn a_corrupted_saved_page_is_set_aside_and_fetched_again(pool: PgPool) {
     let before = fake.requests().len();
     let report = crawl(&pool, options(&fake, raw.path().into(), 2005, 2005)).await;
     assert!(report.failures.is_empty(), "{report}");
-    let fetched: Vec<u32> = fake.requests()[before..]
-        .iter()
-        .filter(|r| r.season.as_deref() == Some("FALL"))
-        .map(|r| r.page)
-        .collect();
+    let fetched = fall_pages_requested_since(&fake, before);
     assert_eq!(fetched, vec![1]);
     assert!(
         raw.path()
