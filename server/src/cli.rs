@@ -127,7 +127,7 @@ pub async fn run(cli: Cli) -> Result<()> {
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(config).await,
         Command::Migrate => {
-            let pool = db::connect(&db::database_url(&config).await?).await?;
+            let pool = db::open(&config).await?;
             db::migrate(&pool).await?;
             println!("migrations applied");
             Ok(())
@@ -152,7 +152,7 @@ pub async fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Document { id } => {
-            let pool = db::connect(&db::database_url(&config).await?).await?;
+            let pool = db::open(&config).await?;
             let (stored, plain) = catalog::store::document_with_and_without_premise(&pool, id)
                 .await?
                 .with_context(|| format!("no anime {id} in the catalog"))?;
@@ -167,7 +167,7 @@ pub async fn run(cli: Cli) -> Result<()> {
 }
 
 async fn ingest(config: &Config, args: IngestArgs) -> Result<()> {
-    let pool = db::connect(&db::database_url(config).await?).await?;
+    let pool = db::open(config).await?;
     db::migrate(&pool).await?;
     if args.source.is_some() {
         let mut options = catalog::anilist::AniListOptions::new(
@@ -227,7 +227,7 @@ async fn ingest(config: &Config, args: IngestArgs) -> Result<()> {
 }
 
 async fn serve(config: Config) -> Result<()> {
-    let pool = db::connect(&db::database_url(&config).await?).await?;
+    let pool = db::open(&config).await?;
     db::migrate(&pool).await?;
     // Local premises for the automatic demo load: a slow or unreachable LLM must not keep the
     // server from starting (`server ingest --demo` with a key writes LLM premises).

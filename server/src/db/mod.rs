@@ -86,8 +86,13 @@ async fn ensure_database(embedded: &EmbeddedPostgres) -> Result<(), DbError> {
     Ok(())
 }
 
-/// Opens the pool and checks that pgvector can be used. A short acquire timeout makes requests
-/// fail fast (503) while the database is down instead of hanging.
+/// The pool of the database `config` names (starting the embedded one when needed).
+pub async fn open(config: &Config) -> Result<PgPool, DbError> {
+    connect(&database_url(config).await?).await
+}
+
+/// Opens the pool and checks that pgvector and pg_trgm can be used. A short acquire timeout
+/// makes requests fail fast (503) while the database is down instead of hanging.
 pub async fn connect(url: &str) -> Result<PgPool, DbError> {
     let pool = PgPoolOptions::new()
         .max_connections(16)
