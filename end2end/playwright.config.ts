@@ -37,7 +37,7 @@ export default defineConfig({
     command: `"${server}" serve`,
     cwd: '..',
     url: `http://127.0.0.1:${port}/healthz`,
-    timeout: 120_000,
+    timeout: 300_000,
     reuseExistingServer: false,
     stdout: 'pipe',
     stderr: 'pipe',

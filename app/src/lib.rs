@@ -2,14 +2,16 @@
 //!
 //! This crate is compiled twice: with `ssr` into the server (renders HTML) and with `hydrate`
 //! into the browser's wasm (takes over the rendered HTML). Nothing here touches a database or a
-//! model; server functions, when they come, fetch a backend handle from Leptos context.
+//! model; server functions ([`api`]) fetch a backend handle from Leptos context.
 
+pub mod api;
 pub mod pages;
+pub mod search;
 
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
 use leptos_router::{
-    StaticSegment,
+    ParamSegment, SsrMode, StaticSegment,
     components::{Route, Router, Routes},
 };
 
@@ -46,7 +48,13 @@ pub fn App() -> impl IntoView {
         <Title text="Zenbu — find anime by description" />
         <Router>
             <Routes fallback=pages::NotFound>
-                <Route path=StaticSegment("") view=pages::HomePage />
+                // Rendered completely before sending, so results show without JavaScript.
+                <Route path=StaticSegment("") view=pages::HomePage ssr=SsrMode::Async />
+                <Route
+                    path=(StaticSegment("anime"), ParamSegment("id"))
+                    view=pages::AnimePage
+                    ssr=SsrMode::Async
+                />
             </Routes>
         </Router>
     }

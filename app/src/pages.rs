@@ -1,11 +1,16 @@
 //! Pages of the site, one component each.
 
 use leptos::prelude::*;
-use leptos_router::hooks::use_query_map;
+use leptos_meta::Title;
+use leptos_router::{
+    components::Form,
+    hooks::{use_params_map, use_query_map},
+};
 
-/// Longest description the search box accepts; the server enforces the same bound once search
-/// exists, this only stops a browser from sending more.
-pub const MAX_QUERY_CHARS: usize = 500;
+use crate::{
+    api::{load_anime, search},
+    search::{AnimeCard, AnimeDetails, Branch, Filters, MAX_QUERY_CHARS, SearchResults},
+};
 
 /// Example descriptions a visitor can try with one click.
 const EXAMPLES: [&str; 3] = [
@@ -14,10 +19,66 @@ const EXAMPLES: [&str; 3] = [
     "piratas buscando un tesoro legendario",
 ];
 
-/// The home page: a search box for a description of an anime.
+/// AniList formats offered as a filter: (code, label).
+const FORMATS: [(&str, &str); 7] = [
+    ("TV", "TV"),
+    ("MOVIE", "Movie"),
+    ("OVA", "OVA"),
+    ("ONA", "ONA"),
+    ("SPECIAL", "Special"),
+    ("TV_SHORT", "TV short"),
+    ("MUSIC", "Music video"),
+];
+
+/// AniList's genres.
+const GENRES: [&str; 18] = [
+    "Action",
+    "Adventure",
+    "Comedy",
+    "Drama",
+    "Ecchi",
+    "Fantasy",
+    "Horror",
+    "Mahou Shoujo",
+    "Mecha",
+    "Music",
+    "Mystery",
+    "Psychological",
+    "Romance",
+    "Sci-Fi",
+    "Slice of Life",
+    "Sports",
+    "Supernatural",
+    "Thriller",
+];
+
+/// The search as the URL states it: `/?q=…&format=TV&from=2000&to=2010&genre=Drama`, so a
+/// search can be bookmarked and shared. Unknown or malformed values are ignored.
+fn filters_from_query(query: &leptos_router::params::ParamsMap) -> Filters {
+    let year = |key: &str| {
+        query
+            .get(key)
+            .and_then(|v| v.trim().parse::<i32>().ok())
+            .filter(|y| (1900..=2100).contains(y))
+    };
+    let known = |value: Option<String>, allowed: &[&str]| -> Vec<String> {
+        value
+            .filter(|v| allowed.contains(&v.as_str()))
+            .into_iter()
+            .collect()
+    };
+    Filters {
+        formats: known(query.get("format"), &FORMATS.map(|(code, _)| code)),
+        year_from: year("from"),
+        year_to: year("to"),
+        genres: known(query.get("genre"), &GENRES),
+    }
+}
+
+/// The home page: a search box for a description of an anime, filters, and the results.
 ///
-/// The form is a plain GET to `/` so it works without JavaScript. Search itself is not built
-/// yet: when a query arrives the page says so instead of showing invented results.
+/// The form is a GET to `/`, so it works without JavaScript and the URL holds the search; the
+/// route renders completely on the server before it is sent (`SsrMode::Async`).
 #[component]
 pub fn HomePage() -> impl IntoView {
     let query = use_query_map();
@@ -28,16 +89,27 @@ pub fn HomePage() -> impl IntoView {
             .map(|q| q.trim().to_string())
             .filter(|q| !q.is_empty())
     };
+    let filters = move || filters_from_query(&query.read());
     let initial = submitted().unwrap_or_default();
+    let initial_filters = filters();
     let (text, set_text) = signal(initial.clone());
+    let results = Resource::new(
+        move || (submitted(), filters()),
+        |(q, filters)| async move {
+            match q {
+                Some(q) => Some(search(q, filters).await),
+                None => None,
+            }
+        },
+    );
 
     view! {
         <main class="home">
             <header class="brand">
-                <h1>"Zenbu"</h1>
+                <h1><a href="/">"Zenbu"</a></h1>
                 <p class="tagline">"Find an anime from a description, not a title."</p>
             </header>
-            <form class="search" method="get" action="/" role="search">
+            <Form method="GET" action="/" attr:class="search" attr:role="search">
                 <label for="q">"Describe the anime you are looking for"</label>
                 <div class="search-row">
                     <input
@@ -55,35 +127,280 @@ pub fn HomePage() -> impl IntoView {
                     />
                     <button type="submit">"Search"</button>
                 </div>
-            </form>
-            <section class="examples" aria-labelledby="examples-heading">
-                <h2 id="examples-heading">"Try one of these"</h2>
-                <ul>
-                    {EXAMPLES
-                        .into_iter()
-                        .map(|example| {
-                            view! {
-                                <li>
-                                    <button
-                                        type="button"
-                                        class="example"
-                                        on:click=move |_| set_text.set(example.to_string())
-                                    >
-                                        {example}
-                                    </button>
-                                </li>
-                            }
-                        })
-                        .collect_view()}
-                </ul>
-            </section>
-            <Show when=move || submitted().is_some()>
-                <p class="notice" role="status">
-                    "Search is not available yet: the catalog and the search engine are still being built. You asked for: "
-                    <q>{submitted}</q>
-                </p>
+                <details class="filters" open=!initial_filters.is_empty()>
+                    <summary>"Filters"</summary>
+                    <div class="filter-row">
+                        <label>
+                            "Format"
+                            <select name="format">
+                                <option value="">"Any"</option>
+                                {FORMATS
+                                    .into_iter()
+                                    .map(|(code, label)| {
+                                        let selected = initial_filters.formats.iter().any(|f| f == code);
+                                        view! { <option value=code selected=selected>{label}</option> }
+                                    })
+                                    .collect_view()}
+                            </select>
+                        </label>
+                        <label>
+                            "From year"
+                            <input name="from" type="number" min="1900" max="2100" inputmode="numeric"
+                                value=initial_filters.year_from.map(|y| y.to_string()) />
+                        </label>
+                        <label>
+                            "To year"
+                            <input name="to" type="number" min="1900" max="2100" inputmode="numeric"
+                                value=initial_filters.year_to.map(|y| y.to_string()) />
+                        </label>
+                        <label>
+                            "Genre"
+                            <select name="genre">
+                                <option value="">"Any"</option>
+                                {GENRES
+                                    .into_iter()
+                                    .map(|genre| {
+                                        let selected = initial_filters.genres.iter().any(|g| g == genre);
+                                        view! { <option value=genre selected=selected>{genre}</option> }
+                                    })
+                                    .collect_view()}
+                            </select>
+                        </label>
+                    </div>
+                </details>
+            </Form>
+            <Show when=move || submitted().is_none()>
+                <section class="examples" aria-labelledby="examples-heading">
+                    <h2 id="examples-heading">"Try one of these"</h2>
+                    <ul>
+                        {EXAMPLES
+                            .into_iter()
+                            .map(|example| {
+                                view! {
+                                    <li>
+                                        <button
+                                            type="button"
+                                            class="example"
+                                            on:click=move |_| set_text.set(example.to_string())
+                                        >
+                                            {example}
+                                        </button>
+                                    </li>
+                                }
+                            })
+                            .collect_view()}
+                    </ul>
+                </section>
             </Show>
+            <Suspense fallback=|| view! { <p class="notice" role="status">"Searching…"</p> }>
+                {move || Suspend::new(async move {
+                    match results.await {
+                        None => ().into_any(),
+                        Some(Ok(Ok(results))) => view! { <Results results /> }.into_any(),
+                        Some(Ok(Err(refused))) => {
+                            view! { <p class="notice error" role="alert">{refused}</p> }.into_any()
+                        }
+                        Some(Err(_)) => {
+                            view! {
+                                <p class="notice error" role="alert">
+                                    "Search failed on our side. Please try again in a moment."
+                                </p>
+                            }
+                                .into_any()
+                        }
+                    }
+                })}
+            </Suspense>
         </main>
+    }
+}
+
+#[component]
+fn Results(results: SearchResults) -> impl IntoView {
+    let count = results.hits.len();
+    view! {
+        <section class="results" aria-labelledby="results-heading">
+            <h2 id="results-heading">
+                {if count == 0 {
+                    "No anime matched".to_string()
+                } else {
+                    format!("Results for “{}”", results.query)
+                }}
+            </h2>
+            {(!results.semantic)
+                .then(|| {
+                    view! {
+                        <p class="notice" role="status">
+                            "Results without semantic ranking: only word matches were used this time."
+                        </p>
+                    }
+                })}
+            <ol class="hits">
+                {results
+                    .hits
+                    .into_iter()
+                    .map(|hit| {
+                        let branch = match hit.branch {
+                            Branch::Lexical => "lexical",
+                            Branch::Vector => "vector",
+                            Branch::Both => "both",
+                        };
+                        view! {
+                            <li class="hit" data-branch=branch>
+                                <Card card=hit.anime />
+                                <span class=format!("badge badge-{branch}") title="Which search found it">
+                                    {hit.branch.label()}
+                                </span>
+                            </li>
+                        }
+                    })
+                    .collect_view()}
+            </ol>
+            <p class="timing">{format!("{count} results in {:.0} ms", results.took_ms)}</p>
+        </section>
+    }
+}
+
+/// One anime: linked title, English title, year, format, genres, the start of its synopsis.
+#[component]
+fn Card(card: AnimeCard) -> impl IntoView {
+    let facts: Vec<String> = [card.year.map(|y| y.to_string()), card.format.clone()]
+        .into_iter()
+        .flatten()
+        .collect();
+    view! {
+        <article class="card">
+            <h3><a href=format!("/anime/{}", card.id)>{card.title.clone()}</a></h3>
+            {card.english_title.clone().map(|english| view! { <p class="english">{english}</p> })}
+            <p class="facts">
+                {facts.join(" · ")}
+                {(!card.genres.is_empty()).then(|| format!(" — {}", card.genres.join(", ")))}
+            </p>
+            <p class="snippet">{card.snippet.clone()}</p>
+        </article>
+    }
+}
+
+/// `/anime/:id`: the facts of one anime, its franchise in order, and "similar to this".
+#[component]
+pub fn AnimePage() -> impl IntoView {
+    let params = use_params_map();
+    let id = move || {
+        params
+            .read()
+            .get("id")
+            .and_then(|id| id.parse::<i32>().ok())
+    };
+    let details = Resource::new(id, |id| async move {
+        match id {
+            Some(id) => load_anime(id).await,
+            None => Ok(None),
+        }
+    });
+    view! {
+        <main class="anime">
+            <p class="back"><a href="/">"← Search"</a></p>
+            <Suspense fallback=|| view! { <p role="status">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match details.await {
+                        Ok(Some(details)) => view! { <AnimeView details /> }.into_any(),
+                        Ok(None) => view! { <NotFound /> }.into_any(),
+                        Err(_) => {
+                            view! {
+                                <p class="notice error" role="alert">
+                                    "This page could not be loaded. Please try again in a moment."
+                                </p>
+                            }
+                                .into_any()
+                        }
+                    }
+                })}
+            </Suspense>
+        </main>
+    }
+}
+
+#[component]
+fn AnimeView(details: AnimeDetails) -> impl IntoView {
+    let card = details.card;
+    let title = card.title.clone();
+    let facts: Vec<String> = [
+        card.format.clone(),
+        match (details.season.as_deref(), card.year) {
+            (Some(season), Some(year)) => Some(format!("{} {year}", season.to_lowercase())),
+            (None, Some(year)) => Some(year.to_string()),
+            _ => None,
+        },
+        details.average_score.map(|s| format!("score {s}/100")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let current = card.id;
+    view! {
+        <Title text=format!("{title} — Zenbu") />
+        <article class="anime-details">
+            <h1>{title}</h1>
+            {card.english_title.map(|english| view! { <p class="english">{english}</p> })}
+            {details.native_title.map(|native| view! { <p class="native" lang="ja">{native}</p> })}
+            <p class="facts">{facts.join(" · ")}</p>
+            {(!card.genres.is_empty())
+                .then(|| view! { <p class="genres">"Genres: " {card.genres.join(", ")}</p> })}
+            {(!details.themes.is_empty())
+                .then(|| view! { <p class="themes">"Themes: " {details.themes.join(", ")}</p> })}
+            {(!details.synonyms.is_empty())
+                .then(|| view! { <p class="synonyms">"Also known as: " {details.synonyms.join(" · ")}</p> })}
+            <div class="description">
+                {details
+                    .description
+                    .lines()
+                    .map(|line| view! { <p>{line.to_string()}</p> })
+                    .collect_view()}
+            </div>
+        </article>
+        {(details.franchise.len() > 1)
+            .then(|| {
+                view! {
+                    <section class="franchise" aria-labelledby="franchise-heading">
+                        <h2 id="franchise-heading">"The franchise, in order"</h2>
+                        <ol>
+                            {details
+                                .franchise
+                                .into_iter()
+                                .map(|entry| {
+                                    let label = format!(
+                                        "{}{}",
+                                        entry.title,
+                                        entry.year.map(|y| format!(" ({y})")).unwrap_or_default(),
+                                    );
+                                    if entry.id == current {
+                                        view! { <li aria-current="page"><strong>{label}</strong></li> }.into_any()
+                                    } else {
+                                        view! { <li><a href=format!("/anime/{}", entry.id)>{label}</a></li> }.into_any()
+                                    }
+                                })
+                                .collect_view()}
+                        </ol>
+                    </section>
+                }
+            })}
+        <section class="similar" aria-labelledby="similar-heading">
+            <h2 id="similar-heading">"Similar to this"</h2>
+            {if details.similar.is_empty() {
+                view! { <p>"Nothing similar found yet."</p> }.into_any()
+            } else {
+                view! {
+                    <ol class="hits">
+                        {details
+                            .similar
+                            .into_iter()
+                            .map(|card| view! { <li class="hit"><Card card /></li> })
+                            .collect_view()}
+                    </ol>
+                }
+                    .into_any()
+            }}
+        </section>
     }
 }
 

@@ -21,14 +21,26 @@ test('home page renders on the server and hydrates', async ({ page, request }) =
   await page.screenshot({ path: 'artifacts/home.png', fullPage: true });
 });
 
-test('submitting the form says plainly that search is not live yet', async ({ page }) => {
+test('a Spanish description finds Mushishi, and its page lists similar anime', async ({ page }) => {
   await page.goto('/');
   await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
-  await page.getByLabel('Describe the anime you are looking for').fill('piratas buscando un tesoro');
+  await page
+    .getByLabel('Describe the anime you are looking for')
+    .fill('algo tranquilo, de alguien que viaja solo y ayuda a la gente');
   await page.getByRole('button', { name: 'Search' }).click();
-  await expect(page).toHaveURL(/\?q=piratas/);
-  await expect(page.getByRole('status')).toContainText('Search is not available yet');
-  await expect(page.getByRole('status')).toContainText('piratas buscando un tesoro');
+  await expect(page).toHaveURL(/\?q=algo\+tranquilo/);
+  const results = page.getByRole('list').filter({ has: page.locator('.hit') }).first();
+  const mushishi = results.getByRole('link', { name: /^Mushishi/ }).first();
+  await expect(mushishi).toBeVisible();
+  await page.screenshot({ path: 'artifacts/results.png', fullPage: true });
+
+  await mushishi.click();
+  await expect(page).toHaveURL(/\/anime\/\d+$/);
+  await expect(page.getByRole('heading', { level: 1 })).toContainText('Mushishi');
+  const similar = page.locator('section.similar .hit');
+  await expect(similar.first()).toBeVisible();
+  expect(await similar.count()).toBeGreaterThanOrEqual(5);
+  await page.screenshot({ path: 'artifacts/anime.png', fullPage: true });
 });
 
 test('healthz reports PostgreSQL and pgvector versions', async ({ request }) => {

@@ -48,6 +48,14 @@ pub enum Command {
     },
     /// Run the fake AniList GraphQL server (for trying the crawler by hand).
     FakeAnilist(FakeAniListArgs),
+    /// Compute the vectors documents are missing (ingest does this too).
+    EmbedDocuments,
+    /// Run the evaluation set against the catalog in the database and print hit@5, MRR and
+    /// recall@25 per method; with --floors, fail when the served method scores below them.
+    Eval(EvalArgs),
+    /// Measure search latency per stage, similar-to and ingest throughput on the catalog in the
+    /// database.
+    Bench(crate::search::bench::BenchArgs),
     /// Manage the embedded PostgreSQL (used when DATABASE_URL is not set).
     Db {
         #[command(subcommand)]
@@ -87,6 +95,16 @@ pub struct IngestArgs {
     /// Last seasonYear to crawl (default: next year).
     #[arg(long)]
     pub last_year: Option<i32>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct EvalArgs {
+    /// Write the full report (every method, kind and case) as JSON here.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<std::path::PathBuf>,
+    /// Minimum scores (JSON: {"rrf": {"hit_at_5": …, "mrr": …, "recall_at_25": …}, …}).
+    #[arg(long, value_name = "FILE")]
+    pub floors: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -151,6 +169,20 @@ pub async fn run(cli: Cli) -> Result<()> {
             shutdown_signal().await;
             Ok(())
         }
+        Command::EmbedDocuments => {
+            let pool = db::open(&config).await?;
+            db::migrate(&pool).await?;
+            let embedder = crate::search::embedder::from_config(&config)?;
+            let report = embed_documents(&config, &pool, embedder.as_ref()).await?;
+            println!("{report}");
+            Ok(())
+        }
+        Command::Eval(args) => eval(&config, args).await,
+        Command::Bench(args) => {
+            let pool = db::open(&config).await?;
+            db::migrate(&pool).await?;
+            crate::search::bench::run(&config, pool, args).await
+        }
         Command::Document { id } => {
             let pool = db::open(&config).await?;
             let (stored, plain) = catalog::store::document_with_and_without_premise(&pool, id)
@@ -184,7 +216,7 @@ async fn ingest(config: &Config, args: IngestArgs) -> Result<()> {
             &pool,
             options,
             args.skip_fetch,
-            &config.embedding_model,
+            config.embedding_model(),
             premiser(config).as_ref(),
         )
         .await?;
@@ -218,11 +250,87 @@ async fn ingest(config: &Config, args: IngestArgs) -> Result<()> {
         &pool,
         &media,
         args.include_adult,
-        &config.embedding_model,
+        config.embedding_model(),
         premiser(config).as_ref(),
     )
     .await?;
     println!("{report}");
+    let embedder = crate::search::embedder::from_config(config)?;
+    println!(
+        "{}",
+        embed_documents(config, &pool, embedder.as_ref()).await?
+    );
+    Ok(())
+}
+
+/// Vectors for every document that lacks one, through the configured embedder and the disk
+/// cache in `<cache dir>/vectors`.
+pub async fn embed_documents(
+    config: &Config,
+    pool: &sqlx::PgPool,
+    embedder: &dyn crate::search::embedder::Embedder,
+) -> Result<crate::search::vectors::EmbedReport> {
+    use crate::search::vectors;
+    let mut cache = vectors::VectorCache::open(
+        &config.embedded.cache_dir().join("vectors"),
+        &embedder.cache_version(),
+        embedder.dimension(),
+    )?;
+    let progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    vectors::embed_missing(pool, embedder, Some(&mut cache), progress).await
+}
+
+async fn eval(config: &Config, args: EvalArgs) -> Result<()> {
+    use crate::search::{SearchEngine, embedder, eval};
+    let pool = db::open(config).await?;
+    db::migrate(&pool).await?;
+    let engine = SearchEngine::new(pool, embedder::from_config(config)?);
+    let set = eval::EvalSet::bundled()?;
+    let report = eval::run(&engine, &set).await?;
+    println!("{report}");
+    if let Some(path) = &args.report {
+        crate::files::write_atomic(
+            path,
+            serde_json::to_string_pretty(&report)?.as_bytes(),
+            0o644,
+        )?;
+        println!("report written to {}", path.display());
+    }
+    if let Some(path) = &args.floors {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let floors: std::collections::BTreeMap<String, eval::Metrics> =
+            serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+        let mut failures = Vec::new();
+        for (method, floor) in &floors {
+            let got = if method == "similar" {
+                Some(report.similar)
+            } else {
+                report.method(method).map(|m| m.all)
+            };
+            let Some(got) = got else {
+                failures.push(format!("{method}: not measured"));
+                continue;
+            };
+            for (name, value, min) in [
+                ("hit@5", got.hit_at_5, floor.hit_at_5),
+                ("MRR", got.mrr, floor.mrr),
+                ("recall@25", got.recall_at_25, floor.recall_at_25),
+            ] {
+                if value + 1e-9 < min {
+                    failures.push(format!("{method} {name} {value:.3} < floor {min:.3}"));
+                }
+            }
+        }
+        if !failures.is_empty() {
+            anyhow::bail!(
+                "below the floors in {}: {}",
+                path.display(),
+                failures.join("; ")
+            );
+        }
+        println!("all floors in {} met", path.display());
+    }
     Ok(())
 }
 
@@ -231,7 +339,8 @@ async fn serve(config: Config) -> Result<()> {
     db::migrate(&pool).await?;
     // Local premises for the automatic demo load: a slow or unreachable LLM must not keep the
     // server from starting (`server ingest --demo` with a key writes LLM premises).
-    if let Some(report) = catalog::load_demo_if_empty(&pool, &config.embedding_model, None).await? {
+    if let Some(report) = catalog::load_demo_if_empty(&pool, config.embedding_model(), None).await?
+    {
         tracing::info!(
             anime = report.documents.anime,
             franchises = report.documents.franchises,
@@ -239,7 +348,13 @@ async fn serve(config: Config) -> Result<()> {
             "empty catalog: loaded the bundled demo catalog"
         );
     }
-    let state = http::AppState::new(pool, &config.site_root);
+    let embedder = crate::search::embedder::from_config(&config)?;
+    let report = embed_documents(&config, &pool, embedder.as_ref()).await?;
+    if report.missing > 0 {
+        tracing::info!(%report, "document vectors brought up to date");
+    }
+    let engine = crate::search::SearchEngine::new(pool.clone(), embedder);
+    let state = http::AppState::new(pool, engine, &config.site_root);
     if !config
         .site_root
         .join("pkg")
@@ -260,10 +375,7 @@ async fn serve(config: Config) -> Result<()> {
 
 /// The LLM premise writer when an OpenAI key is configured.
 fn premiser(config: &Config) -> Option<catalog::LlmPremiser> {
-    let key = config
-        .openai_api_key
-        .as_deref()
-        .filter(|key| !key.trim().is_empty())?;
+    let key = config.openai_key()?;
     Some(catalog::LlmPremiser::new(
         key,
         config.openai_base_url.as_deref(),

@@ -32,15 +32,25 @@ pub struct Config {
     )]
     pub site_root: PathBuf,
 
-    /// Embedding model whose name goes into each document's content hash (vectors are stored
-    /// per model, so switching models never mixes them).
+    /// Embedding model: `multilingual-e5-small` (local) or `text-embedding-3-small` (OpenAI).
+    /// Default: OpenAI's when OPENAI_API_KEY is set, else the local one. Its name goes into each
+    /// document's content hash and vectors are stored per model, so switching never mixes them.
+    #[arg(long, env = "ZENBU_EMBEDDING_MODEL", global = true)]
+    pub embedding_model: Option<String>,
+
+    /// Threads one local model inference may use. 1 keeps each query on one core, so
+    /// concurrent searches run side by side (measured: ../shared/notes/cpu-threads.md).
     #[arg(
         long,
-        env = "ZENBU_EMBEDDING_MODEL",
-        default_value = "multilingual-e5-small",
+        env = "ZENBU_INFERENCE_THREADS",
+        default_value_t = 1,
         global = true
     )]
-    pub embedding_model: String,
+    pub inference_threads: usize,
+
+    /// Documents embedded at once by the local model during ingest (default: one per core).
+    #[arg(long, env = "ZENBU_EMBED_WORKERS", global = true)]
+    pub embed_workers: Option<usize>,
 
     /// OpenAI API key. With it, franchise premises are written by an LLM; without it, every
     /// model is local.
@@ -62,6 +72,33 @@ pub struct Config {
 
     #[command(flatten)]
     pub embedded: EmbeddedConfig,
+}
+
+impl Config {
+    /// The key, when one is set and not blank.
+    pub fn openai_key(&self) -> Option<&str> {
+        self.openai_api_key
+            .as_deref()
+            .filter(|key| !key.trim().is_empty())
+    }
+
+    /// The embedding model in use (see the flag's help).
+    pub fn embedding_model(&self) -> &str {
+        match self
+            .embedding_model
+            .as_deref()
+            .filter(|m| !m.trim().is_empty())
+        {
+            Some(model) => model,
+            None if self.openai_key().is_some() => crate::search::embedder::OPENAI_MODEL,
+            None => crate::search::e5::MODEL_NAME,
+        }
+    }
+
+    pub fn embed_workers(&self) -> usize {
+        self.embed_workers
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    }
 }
 
 /// Where and how the embedded PostgreSQL runs when no `DATABASE_URL` is given.

@@ -1,14 +1,17 @@
 //! The HTTP app against a real PostgreSQL: each test gets its own database from `sqlx::test`.
 
+mod common;
+
 use std::net::SocketAddr;
 
 use server::http::{AppState, router};
 use sqlx::PgPool;
 
-/// Serves the app on an ephemeral port for the duration of the test.
+/// Serves the app over the demo catalog on an ephemeral port for the duration of the test.
 async fn spawn_app(pool: PgPool) -> SocketAddr {
     let site = tempfile::tempdir().unwrap();
-    let state = AppState::new(pool, site.path());
+    let engine = common::demo_engine(&pool).await;
+    let state = AppState::new(pool, engine, site.path());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
@@ -56,28 +59,119 @@ async fn home_page_is_server_rendered_with_the_hydration_script(pool: PgPool) {
     assert_eq!(response.status(), 200);
     let html = response.text().await.unwrap();
     assert!(
-        html.contains(r#"<form method="get" action="/" role="search""#),
+        html.contains(r#"<form"#) && html.contains(r#"role="search""#),
         "{html}"
     );
     assert!(html.contains(r#"name="q""#));
     assert!(html.contains("/pkg/zenbu.js"), "hydration script missing");
     assert!(html.contains("/pkg/zenbu.css"));
-    assert!(!html.contains("Search is not available yet"));
+    assert!(html.contains("Try one of these"));
 }
 
 #[sqlx::test(migrations = "../migrations")]
-async fn a_query_gets_an_honest_not_yet_notice(pool: PgPool) {
+async fn a_search_page_is_complete_without_javascript(pool: PgPool) {
     let addr = spawn_app(pool).await;
-    let html = reqwest::get(format!("http://{addr}/?q=piratas%20y%20tesoros"))
-        .await
-        .unwrap()
-        .text()
+    let response = reqwest::get(format!("http://{addr}/?q=mushi%20shi&format=TV"))
         .await
         .unwrap();
-    assert!(html.contains("Search is not available yet"), "{html}");
-    assert!(html.contains("<q>piratas y tesoros</q>"), "{html}");
-    // Without JavaScript the search box keeps what was searched.
-    assert!(html.contains(r#"value="piratas y tesoros""#), "{html}");
+    assert_eq!(response.status(), 200);
+    let html = response.text().await.unwrap();
+    // Results are in the HTML itself (the route renders fully before it is sent).
+    assert!(
+        html.contains(r#"<a href="/anime/457">Mushishi</a>"#),
+        "{html}"
+    );
+    assert!(html.contains("words + meaning"), "branch badge missing");
+    assert!(
+        !html.contains("Searching…"),
+        "a loading placeholder was sent instead"
+    );
+    // The search box and the filter keep what was searched.
+    assert!(html.contains(r#"value="mushi shi""#), "{html}");
+    assert!(html.contains(r#"<option value="TV" selected"#), "{html}");
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_too_long_query_is_refused_with_a_clear_message(pool: PgPool) {
+    let addr = spawn_app(pool).await;
+    let long = "a".repeat(app::search::MAX_QUERY_CHARS + 1);
+    let page = reqwest::get(format!("http://{addr}/?q={long}"))
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 400);
+    assert!(
+        page.text()
+            .await
+            .unwrap()
+            .contains("descriptions are limited to 1000 characters")
+    );
+    let api = reqwest::get(format!("http://{addr}/api/search?q={long}"))
+        .await
+        .unwrap();
+    assert_eq!(api.status(), 400);
+    let body: serde_json::Value = api.json().await.unwrap();
+    assert!(
+        body["error"].as_str().unwrap().contains("limited to 1000"),
+        "{body}"
+    );
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn the_search_api_answers_json_with_branches_and_filters(pool: PgPool) {
+    let addr = spawn_app(pool).await;
+    let body: serde_json::Value = reqwest::get(format!(
+        "http://{addr}/api/search?q=piratas%20buscando%20un%20tesoro&format=MOVIE"
+    ))
+    .await
+    .unwrap()
+    .json()
+    .await
+    .unwrap();
+    let hits = body["hits"].as_array().unwrap();
+    assert!(!hits.is_empty(), "{body}");
+    for hit in hits {
+        assert_eq!(hit["anime"]["format"], "Movie", "{hit}");
+        assert!(["Lexical", "Vector", "Both"].contains(&hit["branch"].as_str().unwrap()));
+    }
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn an_anime_page_shows_its_franchise_and_similar_titles(pool: PgPool) {
+    let addr = spawn_app(pool).await;
+    let response = reqwest::get(format!("http://{addr}/anime/457"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let html = response.text().await.unwrap();
+    assert!(html.contains("<h1>Mushishi</h1>"), "{html}");
+    assert!(html.contains("The franchise, in order"));
+    assert!(html.contains("Similar to this"));
+    let similar = html.split("Similar to this").nth(1).unwrap();
+    assert!(
+        similar.matches("<article class=\"card\">").count() >= 5,
+        "{similar}"
+    );
+    assert!(
+        !similar.contains(r#"href="/anime/457""#),
+        "the anime itself is not similar to itself"
+    );
+
+    let missing = reqwest::get(format!("http://{addr}/anime/99999999"))
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+    let api = reqwest::get(format!("http://{addr}/api/anime/99999999/similar"))
+        .await
+        .unwrap();
+    assert_eq!(api.status(), 404);
+    let similar: Vec<serde_json::Value> =
+        reqwest::get(format!("http://{addr}/api/anime/457/similar"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+    assert_eq!(similar.len(), server::search::SIMILAR_COUNT);
 }
 
 #[sqlx::test(migrations = "../migrations")]

@@ -133,6 +133,64 @@ pub fn build_document(media: &Media, premise: Option<&Premise>) -> String {
     join_sentences(&parts)
 }
 
+/// What the lexical index weighs: titles and synonyms (A), genres and themes (B), premise and
+/// synopsis (C).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LexicalFields {
+    pub titles: String,
+    pub topics: String,
+    pub text: String,
+}
+
+impl LexicalFields {
+    /// Changes whenever any field does (stored beside the tsvector).
+    pub fn hash(&self) -> String {
+        let mut hasher = Sha256::new();
+        for field in [&self.titles, &self.topics, &self.text] {
+            hasher.update(field.as_bytes());
+            hasher.update([0]);
+        }
+        hex(&hasher.finalize())
+    }
+}
+
+pub fn lexical_fields(media: &Media, premise: Option<&Premise>) -> LexicalFields {
+    let mut topics: Vec<&str> = media.genres.iter().map(|g| g.trim()).collect();
+    topics.extend(theme_tags(&media.tags));
+    let mut text = Vec::new();
+    if let Some(premise) = premise {
+        text.push(premise.text.clone());
+    }
+    if let Some(description) = &media.description {
+        text.push(collapse_whitespace(&clean_description(description)));
+    }
+    LexicalFields {
+        titles: titles(media).join(" | "),
+        topics: topics.join(", "),
+        text: text.join("\n"),
+    }
+}
+
+/// Every distinct title and synonym, lower-cased, in AniList's order.
+pub fn titles(media: &Media) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let all = [
+        media.title.romaji.as_deref(),
+        media.title.english.as_deref(),
+        media.title.native.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
+    .chain(media.synonyms.iter().map(String::as_str));
+    for title in all {
+        let title = collapse_whitespace(title).to_lowercase();
+        if !title.is_empty() && !out.contains(&title) {
+            out.push(title);
+        }
+    }
+    out
+}
+
 /// sha256 over the embedding model's name and the document: a vector is reused only for the
 /// same model and the same text.
 pub fn content_hash(model: &str, text: &str) -> String {

@@ -310,33 +310,58 @@ pub async fn rebuild_documents(
     }
     counts.premises_created = new_rows.len();
 
-    let existing: HashMap<i32, (String, String)> = sqlx::query_as::<_, (i32, String, String)>(
-        "SELECT anime_id, content_hash, model FROM documents",
-    )
-    .fetch_all(&mut *tx)
-    .await?
-    .into_iter()
-    .map(|(id, hash, model)| (id, (hash, model)))
-    .collect();
+    let existing: HashMap<i32, (String, String, Option<String>)> =
+        sqlx::query_as::<_, (i32, String, String, Option<String>)>(
+            "SELECT anime_id, content_hash, model, lexical_hash FROM documents",
+        )
+        .fetch_all(&mut *tx)
+        .await?
+        .into_iter()
+        .map(|(id, hash, model, lexical)| (id, (hash, model, lexical)))
+        .collect();
     for media in &catalog {
-        let body = document::build_document(media, premise_of.get(&media.id));
+        let premise = premise_of.get(&media.id);
+        let body = document::build_document(media, premise);
         let hash = document::content_hash(model, &body);
-        if existing
-            .get(&media.id)
-            .is_some_and(|(stored, m)| *stored == hash && m == model)
-        {
+        let lexical = document::lexical_fields(media, premise);
+        let lexical_hash = lexical.hash();
+        if existing.get(&media.id).is_some_and(|(stored, m, lex)| {
+            *stored == hash && m == model && lex.as_deref() == Some(lexical_hash.as_str())
+        }) {
             counts.documents_unchanged += 1;
             continue;
         }
         sqlx::query(
-            "INSERT INTO documents (anime_id, body, model, content_hash) VALUES ($1, $2, $3, $4)
+            "INSERT INTO documents (anime_id, body, model, content_hash, lexical, lexical_hash)
+             VALUES ($1, $2, $3, $4,
+                 setweight(to_tsvector('english', $5), 'A')
+                 || setweight(to_tsvector('english', $6), 'B')
+                 || setweight(to_tsvector('english', $7), 'C'),
+                 $8)
              ON CONFLICT (anime_id) DO UPDATE SET body = EXCLUDED.body, model = EXCLUDED.model,
-                 content_hash = EXCLUDED.content_hash, built_at = now()",
+                 content_hash = EXCLUDED.content_hash, lexical = EXCLUDED.lexical,
+                 lexical_hash = EXCLUDED.lexical_hash, built_at = now()",
         )
         .bind(media.id)
         .bind(&body)
         .bind(model)
         .bind(&hash)
+        .bind(&lexical.titles)
+        .bind(&lexical.topics)
+        .bind(&lexical.text)
+        .bind(&lexical_hash)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("DELETE FROM anime_titles WHERE anime_id = $1")
+            .bind(media.id)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO anime_titles (anime_id, title) SELECT $1, unnest($2::text[])
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(media.id)
+        .bind(document::titles(media))
         .execute(&mut *tx)
         .await?;
         counts.documents_written += 1;

@@ -1,5 +1,5 @@
-//! A fake OpenAI API: `POST /v1/chat/completions` with OpenAI's request checks, response shape
-//! and error bodies. Reasoning models (`gpt-5*`) refuse `temperature` with a 400, as the real
+//! A fake OpenAI API: `POST /v1/chat/completions` and `POST /v1/embeddings` with OpenAI's
+//! request checks, response shapes and error bodies. Reasoning models (`gpt-5*`) refuse `temperature` with a 400, as the real
 //! API does. It answers deterministically from the request (the first sentence of the first
 //! synopsis line of the user message), records every request, and can be told to fail.
 
@@ -30,6 +30,25 @@ pub enum ChatBehaviour {
     MalformedJson,
 }
 
+/// How the fake answers embedding requests.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EmbeddingBehaviour {
+    Normal,
+    /// An OpenAI error body with this status.
+    Status(u16),
+    /// Wait this long first (the client should time out).
+    Hang(Duration),
+    /// A 200 whose body is not JSON.
+    MalformedJson,
+    /// Vectors of this many dimensions instead of the model's.
+    WrongDimension(usize),
+    /// One vector fewer than inputs.
+    MissingVector,
+}
+
+/// Dimension of `text-embedding-3-small`.
+pub const EMBEDDING_DIMENSION: usize = 1536;
+
 /// One chat request as the fake saw it.
 #[derive(Debug, Clone)]
 pub struct ChatRecord {
@@ -41,7 +60,9 @@ pub struct ChatRecord {
 struct FakeState {
     api_key: String,
     behaviour: Mutex<ChatBehaviour>,
+    embedding_behaviour: Mutex<EmbeddingBehaviour>,
     log: Mutex<Vec<ChatRecord>>,
+    embedding_inputs: Mutex<usize>,
 }
 
 pub struct FakeOpenAi {
@@ -55,10 +76,13 @@ impl FakeOpenAi {
         let state = Arc::new(FakeState {
             api_key: api_key.into(),
             behaviour: Mutex::new(ChatBehaviour::Normal),
+            embedding_behaviour: Mutex::new(EmbeddingBehaviour::Normal),
             log: Mutex::default(),
+            embedding_inputs: Mutex::new(0),
         });
         let app = Router::new()
             .route("/v1/chat/completions", post(chat))
+            .route("/v1/embeddings", post(embeddings))
             .with_state(state.clone());
         let server = super::serve(app, "127.0.0.1:0".parse().expect("a socket address")).await?;
         Ok(Self {
@@ -75,6 +99,15 @@ impl FakeOpenAi {
 
     pub fn set_behaviour(&self, behaviour: ChatBehaviour) {
         *self.state.behaviour.lock().unwrap() = behaviour;
+    }
+
+    pub fn set_embedding_behaviour(&self, behaviour: EmbeddingBehaviour) {
+        *self.state.embedding_behaviour.lock().unwrap() = behaviour;
+    }
+
+    /// Texts embedded so far (successful requests only).
+    pub fn embedded_inputs(&self) -> usize {
+        *self.state.embedding_inputs.lock().unwrap()
     }
 
     pub fn requests(&self) -> Vec<ChatRecord> {
@@ -94,11 +127,135 @@ fn error(
     (status, Json(body)).into_response()
 }
 
-async fn chat(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: String) -> Response {
-    let authorised = headers
+fn authorised(state: &FakeState, headers: &HeaderMap) -> bool {
+    headers
         .get("authorization")
         .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| value == format!("Bearer {}", state.api_key));
+        .is_some_and(|value| value == format!("Bearer {}", state.api_key))
+}
+
+fn server_error(code: u16) -> Response {
+    let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    error(
+        status,
+        "The server had an error while processing your request.",
+        "server_error",
+        None,
+        None,
+    )
+}
+
+/// `POST /v1/embeddings`: `text-embedding-3-small` only, `input` a string or an array of 1 to
+/// 2,048 non-empty strings. Vectors are deterministic: each word adds to a few hashed
+/// dimensions, so texts sharing words point the same way.
+async fn embeddings(
+    State(state): State<Arc<FakeState>>,
+    headers: HeaderMap,
+    body: String,
+) -> Response {
+    if !authorised(&state, &headers) {
+        return error(
+            StatusCode::UNAUTHORIZED,
+            "Incorrect API key provided.",
+            "invalid_request_error",
+            None,
+            Some("invalid_api_key"),
+        );
+    }
+    let Ok(request) = serde_json::from_str::<Value>(&body) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "We could not parse the JSON body of your request.",
+            "invalid_request_error",
+            None,
+            None,
+        );
+    };
+    let model = request["model"].as_str().unwrap_or_default();
+    if model != "text-embedding-3-small" {
+        return error(
+            StatusCode::NOT_FOUND,
+            &format!("The model `{model}` does not exist or you do not have access to it."),
+            "invalid_request_error",
+            Some("model"),
+            Some("model_not_found"),
+        );
+    }
+    let inputs: Vec<String> = match &request["input"] {
+        Value::String(text) => vec![text.clone()],
+        Value::Array(items) => items
+            .iter()
+            .map(|item| item.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+            .unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    if inputs.is_empty() || inputs.len() > 2048 || inputs.iter().any(|t| t.is_empty()) {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "'input' must be a non-empty string or an array of 1 to 2048 non-empty strings.",
+            "invalid_request_error",
+            Some("input"),
+            None,
+        );
+    }
+    let behaviour = state.embedding_behaviour.lock().unwrap().clone();
+    let mut dimension = EMBEDDING_DIMENSION;
+    let mut count = inputs.len();
+    match behaviour {
+        EmbeddingBehaviour::Status(code) => return server_error(code),
+        EmbeddingBehaviour::Hang(duration) => tokio::time::sleep(duration).await,
+        EmbeddingBehaviour::MalformedJson => {
+            return (StatusCode::OK, "{\"object\": \"list\", \"data\": [").into_response();
+        }
+        EmbeddingBehaviour::WrongDimension(d) => dimension = d,
+        EmbeddingBehaviour::MissingVector => count -= 1,
+        EmbeddingBehaviour::Normal => {}
+    }
+    *state.embedding_inputs.lock().unwrap() += inputs.len();
+    let data: Vec<Value> = inputs
+        .iter()
+        .take(count)
+        .enumerate()
+        .map(|(index, text)| {
+            json!({ "object": "embedding", "index": index, "embedding": hashed_vector(text, dimension) })
+        })
+        .collect();
+    let tokens: usize = inputs.iter().map(|t| t.split_whitespace().count()).sum();
+    let response = json!({
+        "object": "list",
+        "data": data,
+        "model": model,
+        "usage": { "prompt_tokens": tokens, "total_tokens": tokens }
+    });
+    (StatusCode::OK, Json(response)).into_response()
+}
+
+/// A unit vector from the text's lower-cased words (FNV-1a hashed into `dimension` slots).
+pub fn hashed_vector(text: &str, dimension: usize) -> Vec<f32> {
+    let mut v = vec![0f32; dimension.max(1)];
+    for word in text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        let mut hash: u64 = 0xcbf29ce484222325;
+        for byte in word.to_lowercase().bytes() {
+            hash = (hash ^ byte as u64).wrapping_mul(0x100000001b3);
+        }
+        let slot = (hash % v.len() as u64) as usize;
+        v[slot] += 1.0;
+    }
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    } else {
+        v[0] = 1.0;
+    }
+    v
+}
+
+async fn chat(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: String) -> Response {
+    let authorised = authorised(&state, &headers);
     let request: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
     let model = request["model"].as_str().unwrap_or_default().to_string();
     let respond = |status: u16, response: Response| {
@@ -159,19 +316,7 @@ async fn chat(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: Str
     }
     let behaviour = state.behaviour.lock().unwrap().clone();
     match behaviour {
-        ChatBehaviour::Status(code) => {
-            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            return respond(
-                code,
-                error(
-                    status,
-                    "The server had an error while processing your request.",
-                    "server_error",
-                    None,
-                    None,
-                ),
-            );
-        }
+        ChatBehaviour::Status(code) => return respond(code, server_error(code)),
         ChatBehaviour::Hang(duration) => tokio::time::sleep(duration).await,
         ChatBehaviour::MalformedJson => {
             return respond(

@@ -13,8 +13,26 @@ pub enum ApiError {
     /// later, so 503 rather than 500.
     #[error("the database is unavailable")]
     DatabaseUnavailable(#[source] sqlx::Error),
+    /// The request cannot succeed as sent; the message says why.
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    NotFound(String),
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
+}
+
+impl From<crate::search::SearchError> for ApiError {
+    fn from(error: crate::search::SearchError) -> Self {
+        use crate::search::SearchError;
+        match error {
+            SearchError::EmptyQuery | SearchError::QueryTooLong(_) => {
+                ApiError::BadRequest(error.to_string())
+            }
+            SearchError::Database(error) => error.into(),
+            other => ApiError::Internal(other.into()),
+        }
+    }
 }
 
 impl From<sqlx::Error> for ApiError {
@@ -33,10 +51,14 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = match &self {
             ApiError::DatabaseUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
         // The cause goes to the log, never to the client.
-        tracing::error!(error = ?self, "request failed");
+        if status.is_server_error() {
+            tracing::error!(error = ?self, "request failed");
+        }
         (
             status,
             Json(json!({ "status": "error", "error": self.to_string() })),

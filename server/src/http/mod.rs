@@ -1,17 +1,32 @@
 //! The axum application: Leptos pages (server-rendered, hydrated in the browser), the static
 //! site files, and the routes that are not pages (`/healthz`).
 
+mod backend;
 mod error;
 
 use std::path::Path;
 
-use app::{App, BUNDLE_NAME, shell};
-use axum::{Json, Router, extract::FromRef, extract::State, routing::get};
+use std::sync::Arc;
+
+use app::{
+    App, BUNDLE_NAME,
+    api::backend::SharedBackend,
+    search::{AnimeCard, Filters, SearchResults},
+    shell,
+};
+use axum::{
+    Json, Router,
+    extract::{FromRef, Path as UrlPath, Query, State},
+    routing::get,
+};
 use leptos::config::LeptosOptions;
+use leptos::prelude::provide_context;
 use leptos_axum::{LeptosRoutes, generate_route_list};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 use tower_http::trace::TraceLayer;
+
+use crate::search::SearchEngine;
 
 pub use error::ApiError;
 
@@ -20,10 +35,11 @@ pub use error::ApiError;
 pub struct AppState {
     pub leptos_options: LeptosOptions,
     pub pool: PgPool,
+    pub search: SearchEngine,
 }
 
 impl AppState {
-    pub fn new(pool: PgPool, site_root: &Path) -> Self {
+    pub fn new(pool: PgPool, search: SearchEngine, site_root: &Path) -> Self {
         let leptos_options = LeptosOptions::builder()
             .output_name(BUNDLE_NAME)
             .site_root(site_root.to_string_lossy().as_ref())
@@ -32,6 +48,7 @@ impl AppState {
         Self {
             leptos_options,
             pool,
+            search,
         }
     }
 }
@@ -39,9 +56,19 @@ impl AppState {
 pub fn router(state: AppState) -> Router {
     let routes = generate_route_list(App);
     let options = state.leptos_options.clone();
+    let pages_backend: SharedBackend = Arc::new(backend::PagesBackend {
+        search: state.search.clone(),
+    });
     Router::new()
         .route("/healthz", get(healthz))
-        .leptos_routes(&state, routes, move || shell(options.clone()))
+        .route("/api/search", get(api_search))
+        .route("/api/anime/{id}/similar", get(api_similar))
+        .leptos_routes_with_context(
+            &state,
+            routes,
+            move || provide_context(pages_backend.clone()),
+            move || shell(options.clone()),
+        )
         // Files under the site root (`/pkg/zenbu.js`, ...) or the app's 404 page.
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .layer(TraceLayer::new_for_http())
@@ -64,4 +91,60 @@ async fn healthz(State(pool): State<PgPool>) -> Result<Json<Health>, ApiError> {
         postgres: versions.postgres,
         pgvector: versions.pgvector,
     }))
+}
+
+/// Query string of `GET /api/search`: the same names as the search page's URL.
+#[derive(Debug, Deserialize)]
+struct SearchParams {
+    q: String,
+    format: Option<String>,
+    from: Option<i32>,
+    to: Option<i32>,
+    genre: Option<String>,
+}
+
+/// Search as JSON (for scripts and load tests); 400 for an empty or too long query.
+async fn api_search(
+    State(state): State<AppState>,
+    Query(params): Query<SearchParams>,
+) -> Result<Json<SearchResults>, ApiError> {
+    let filters = Filters {
+        formats: params
+            .format
+            .into_iter()
+            .filter(|f| !f.is_empty())
+            .collect(),
+        year_from: params.from,
+        year_to: params.to,
+        genres: params.genre.into_iter().filter(|g| !g.is_empty()).collect(),
+    };
+    Ok(Json(state.search.search(&params.q, &filters).await?))
+}
+
+#[derive(Debug, Deserialize)]
+struct SimilarParams {
+    /// Also leave out the anime's own franchise (default: yes).
+    exclude_franchise: Option<bool>,
+}
+
+/// "Similar to" as JSON; 404 for an unknown anime.
+async fn api_similar(
+    State(state): State<AppState>,
+    UrlPath(id): UrlPath<i32>,
+    Query(params): Query<SimilarParams>,
+) -> Result<Json<Vec<AnimeCard>>, ApiError> {
+    let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM anime WHERE id = $1)")
+        .bind(id)
+        .fetch_one(&state.pool)
+        .await?;
+    if !exists {
+        return Err(ApiError::NotFound(format!("no anime {id}")));
+    }
+    let exclude = params.exclude_franchise.unwrap_or(true);
+    Ok(Json(
+        state
+            .search
+            .similar(id, exclude, crate::search::SIMILAR_COUNT)
+            .await?,
+    ))
 }

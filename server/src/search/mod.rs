@@ -1,3 +1,382 @@
-//! Search: embedders (and, next, lexical and vector retrieval, fusion, rerank).
+//! Search: a description in, anime out. The pipeline, top to bottom, is [`SearchEngine::retrieve`]:
+//!
+//! 1. check the query (non-empty, at most [`MAX_QUERY_CHARS`]);
+//! 2. in parallel: the lexical branch ([`lexical`]) and the query embedding ([`embedder`])
+//!    followed by the vector branch ([`vector`]), both filtered ([`filters`]), top 50 each;
+//! 3. reciprocal rank fusion ([`fusion`], k = 60), each result labelled with its branch.
+//!
+//! [`SearchEngine::search`] adds what a page shows; "similar to" reads an anime's stored vector
+//! ([`vector::similar`]). Every stage is timed under the names `bench` and `eval` print.
 
+pub mod bench;
 pub mod e5;
+pub mod embedder;
+pub mod eval;
+pub mod filters;
+pub mod fusion;
+pub mod lexical;
+pub mod vector;
+pub mod vectors;
+
+use std::{
+    collections::HashMap,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+pub use app::search::MAX_QUERY_CHARS;
+use app::search::{AnimeCard, AnimeDetails, Filters, SearchHit, SearchResults};
+use sqlx::PgPool;
+use tracing::Instrument;
+
+use crate::catalog::document::{clean_description, format_label, theme_tags};
+use embedder::Embedder;
+use fusion::Fused;
+
+/// Candidates each branch hands to fusion.
+pub const BRANCH_LIMIT: usize = 50;
+/// Results a search page lists.
+pub const PAGE_SIZE: usize = 20;
+/// Entries in an anime page's "similar to this".
+pub const SIMILAR_COUNT: usize = 12;
+const SNIPPET_CHARS: usize = 220;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    #[error("type a description to search for")]
+    EmptyQuery,
+    #[error("descriptions are limited to {MAX_QUERY_CHARS} characters (this one has {0})")]
+    QueryTooLong(usize),
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+    #[error(transparent)]
+    Vector(#[from] vector::VectorError),
+}
+
+/// How long each stage took (the names are the ones `bench` prints).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StageTimes {
+    pub embed: Duration,
+    pub lexical: Duration,
+    pub vector: Duration,
+    pub fuse: Duration,
+    pub total: Duration,
+}
+
+/// Both branches' ranked lists and their fusion: what evaluation compares.
+#[derive(Debug, Clone)]
+pub struct Retrieval {
+    /// Anime id and lexical score, best first.
+    pub lexical: Vec<(i32, f32)>,
+    /// Anime id and cosine distance, nearest first; empty when the query had no vector.
+    pub vector: Vec<(i32, f64)>,
+    pub fused: Vec<Fused>,
+    /// The query's vector, when embedding worked.
+    pub query_vector: Option<Vec<f32>>,
+    pub times: StageTimes,
+}
+
+#[derive(Clone)]
+pub struct SearchEngine {
+    pool: PgPool,
+    embedder: Arc<dyn Embedder>,
+}
+
+/// The query as the pipeline reads it: control characters removed, spaces collapsed, bounded.
+pub fn clean_query(raw: &str) -> Result<String, SearchError> {
+    let cleaned: String = raw
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect::<String>()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let length = cleaned.chars().count();
+    if length == 0 {
+        return Err(SearchError::EmptyQuery);
+    }
+    if length > MAX_QUERY_CHARS {
+        return Err(SearchError::QueryTooLong(length));
+    }
+    Ok(cleaned)
+}
+
+impl SearchEngine {
+    pub fn new(pool: PgPool, embedder: Arc<dyn Embedder>) -> Self {
+        Self { pool, embedder }
+    }
+
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    pub fn embedder(&self) -> &dyn Embedder {
+        self.embedder.as_ref()
+    }
+
+    /// Steps 1–3 of the pipeline. When the query cannot be embedded the lexical branch alone
+    /// answers (`query_vector` is `None`).
+    pub async fn retrieve(&self, raw: &str, filters: &Filters) -> Result<Retrieval, SearchError> {
+        let started = Instant::now();
+        let query = clean_query(raw)?;
+        let lexical = async {
+            let began = Instant::now();
+            let hits = lexical::search(&self.pool, &query, filters, BRANCH_LIMIT).await;
+            (hits, began.elapsed())
+        }
+        .instrument(tracing::info_span!("lexical"));
+        let semantic = async {
+            let began = Instant::now();
+            let vector = self
+                .embedder
+                .embed_query(&query)
+                .instrument(tracing::info_span!("embed"))
+                .await;
+            let embed_time = began.elapsed();
+            let vector = match vector {
+                Ok(vector) => vector,
+                Err(error) => {
+                    tracing::warn!(%error, "query embedding failed: lexical results only");
+                    return (Ok((Vec::new(), None)), embed_time, Duration::ZERO);
+                }
+            };
+            let began = Instant::now();
+            let hits = vector::search(
+                &self.pool,
+                self.embedder.model(),
+                &vector,
+                filters,
+                BRANCH_LIMIT,
+            )
+            .instrument(tracing::info_span!("vector"))
+            .await;
+            (hits.map(|h| (h, Some(vector))), embed_time, began.elapsed())
+        };
+        let ((lexical, lexical_time), (semantic, embed_time, vector_time)) =
+            tokio::join!(lexical, semantic);
+        let lexical = lexical?;
+        let (vector, query_vector) = semantic?;
+
+        let began = Instant::now();
+        let lexical_ids: Vec<i32> = lexical.iter().map(|&(id, _)| id).collect();
+        let vector_ids: Vec<i32> = vector.iter().map(|&(id, _)| id).collect();
+        let fused = fusion::rrf(&lexical_ids, &vector_ids, fusion::K);
+        let fuse_time = began.elapsed();
+        Ok(Retrieval {
+            lexical,
+            vector,
+            fused,
+            query_vector,
+            times: StageTimes {
+                embed: embed_time,
+                lexical: lexical_time,
+                vector: vector_time,
+                fuse: fuse_time,
+                total: started.elapsed(),
+            },
+        })
+    }
+
+    /// A page of results for `raw`.
+    pub async fn search(&self, raw: &str, filters: &Filters) -> Result<SearchResults, SearchError> {
+        Ok(self.search_timed(raw, filters).await?.0)
+    }
+
+    /// [`search`](Self::search) with the time of each stage; `total` covers the whole page.
+    pub async fn search_timed(
+        &self,
+        raw: &str,
+        filters: &Filters,
+    ) -> Result<(SearchResults, StageTimes), SearchError> {
+        let started = Instant::now();
+        let retrieval = self.retrieve(raw, filters).await?;
+        let top: Vec<&Fused> = retrieval.fused.iter().take(PAGE_SIZE).collect();
+        let ids: Vec<i32> = top.iter().map(|f| f.anime_id).collect();
+        let cards = self.cards(&ids).await?;
+        let hits = top
+            .into_iter()
+            .filter_map(|f| {
+                Some(SearchHit {
+                    anime: cards.get(&f.anime_id)?.clone(),
+                    branch: f.branch,
+                    score: f.score,
+                    lexical_rank: f.lexical_rank,
+                    vector_rank: f.vector_rank,
+                })
+            })
+            .collect();
+        let mut times = retrieval.times;
+        times.total = started.elapsed();
+        let results = SearchResults {
+            query: clean_query(raw)?,
+            hits,
+            semantic: retrieval.query_vector.is_some(),
+            took_ms: times.total.as_secs_f64() * 1000.0,
+        };
+        Ok((results, times))
+    }
+
+    /// Anime nearest to anime `id` by stored vector, as cards.
+    pub async fn similar(
+        &self,
+        id: i32,
+        exclude_franchise: bool,
+        limit: usize,
+    ) -> Result<Vec<AnimeCard>, SearchError> {
+        let nearest = vector::similar(
+            &self.pool,
+            self.embedder.model(),
+            id,
+            exclude_franchise,
+            limit,
+        )
+        .await?;
+        let ids: Vec<i32> = nearest.iter().map(|&(id, _)| id).collect();
+        let mut cards = self.cards(&ids).await?;
+        Ok(ids.iter().filter_map(|id| cards.remove(id)).collect())
+    }
+
+    /// Everything the anime page shows, or `None` for an unknown id.
+    pub async fn anime(&self, id: i32) -> Result<Option<AnimeDetails>, SearchError> {
+        let Some(media) = sqlx::query_scalar::<_, sqlx::types::Json<crate::catalog::Media>>(
+            "SELECT raw FROM anime WHERE id = $1",
+        )
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?
+        .map(|json| json.0) else {
+            return Ok(None);
+        };
+        let franchise_ids: Vec<i32> = sqlx::query_scalar(
+            "SELECT m.id FROM anime a JOIN anime m ON m.franchise_root_id = a.franchise_root_id
+             WHERE a.id = $1
+             ORDER BY coalesce(m.start_year, m.season_year), m.start_month, m.start_day, m.id",
+        )
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut franchise_cards = self.cards(&franchise_ids).await?;
+        let franchise = franchise_ids
+            .iter()
+            .filter_map(|id| franchise_cards.remove(id))
+            .collect();
+        let similar = self.similar(id, true, SIMILAR_COUNT).await?;
+        let card = self
+            .cards(&[id])
+            .await?
+            .remove(&id)
+            .expect("the anime exists");
+        Ok(Some(AnimeDetails {
+            card,
+            native_title: media.title.native.clone(),
+            synonyms: media.synonyms.clone(),
+            description: media
+                .description
+                .as_deref()
+                .map(clean_description)
+                .unwrap_or_default(),
+            themes: theme_tags(&media.tags)
+                .into_iter()
+                .map(str::to_string)
+                .collect(),
+            season: media.season.clone(),
+            average_score: media.average_score,
+            franchise,
+            similar,
+        }))
+    }
+
+    /// Display data for `ids` (those that exist).
+    pub async fn cards(&self, ids: &[i32]) -> Result<HashMap<i32, AnimeCard>, sqlx::Error> {
+        let rows = sqlx::query_as::<
+            _,
+            (
+                i32,
+                Option<String>,
+                Option<String>,
+                Option<String>,
+                Option<i32>,
+                Option<String>,
+                Vec<String>,
+                Option<String>,
+            ),
+        >(
+            "SELECT id, title_romaji, title_english, title_native,
+                    coalesce(season_year, start_year), format, genres, description
+             FROM anime WHERE id = ANY($1)",
+        )
+        .bind(ids)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(
+                |(id, romaji, english, native, year, format, genres, description)| {
+                    let title = [&romaji, &english, &native]
+                        .into_iter()
+                        .flatten()
+                        .map(|t| t.trim())
+                        .find(|t| !t.is_empty())
+                        .unwrap_or("(untitled)")
+                        .to_string();
+                    let english_title = english
+                        .map(|e| e.trim().to_string())
+                        .filter(|e| !e.is_empty() && !e.eq_ignore_ascii_case(&title));
+                    let card = AnimeCard {
+                        id,
+                        title,
+                        english_title,
+                        year,
+                        format: format.as_deref().map(format_label),
+                        genres,
+                        snippet: snippet(description.as_deref().unwrap_or_default()),
+                    };
+                    (id, card)
+                },
+            )
+            .collect())
+    }
+}
+
+/// The start of a synopsis, cut at a word boundary.
+fn snippet(description: &str) -> String {
+    let text = description.split_whitespace().collect::<Vec<_>>().join(" ");
+    if text.chars().count() <= SNIPPET_CHARS {
+        return text;
+    }
+    let cut: String = text.chars().take(SNIPPET_CHARS).collect();
+    let cut = match cut.rfind(' ') {
+        Some(space) => &cut[..space],
+        None => &cut,
+    };
+    format!("{}…", cut.trim_end_matches([',', ';', ':', '.']))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_are_cleaned_and_bounded() {
+        assert_eq!(clean_query("  a\u{0}b\n\tc  ").unwrap(), "a b c");
+        assert!(matches!(
+            clean_query(" \u{7} "),
+            Err(SearchError::EmptyQuery)
+        ));
+        let long = "x".repeat(MAX_QUERY_CHARS + 1);
+        assert!(matches!(
+            clean_query(&long),
+            Err(SearchError::QueryTooLong(n)) if n == MAX_QUERY_CHARS + 1
+        ));
+        assert!(clean_query(&"ñ".repeat(MAX_QUERY_CHARS)).is_ok());
+    }
+
+    #[test]
+    fn snippets_end_on_a_word() {
+        let text = "word ".repeat(100);
+        let s = snippet(&text);
+        assert!(s.ends_with("word…"), "{s}");
+        assert!(s.chars().count() <= SNIPPET_CHARS + 1);
+        assert_eq!(snippet("short text"), "short text");
+    }
+}

@@ -1,0 +1,80 @@
+//! Server functions: the only way pages reach the server. Each is thin: it takes the
+//! [`Backend`](backend::Backend) the server put in Leptos context and calls it, so no SQL or
+//! model code lives in this crate.
+
+use leptos::{prelude::*, server_fn::codec::Json};
+
+use crate::search::{AnimeDetails, Filters, SearchResults};
+
+/// What a search answers: results, or why the query was refused (the visitor's mistake, shown
+/// on the page; server failures are the outer `ServerFnError`).
+pub type SearchReply = Result<SearchResults, String>;
+
+#[cfg(feature = "ssr")]
+pub mod backend {
+    use std::sync::Arc;
+
+    use leptos::prelude::ServerFnError;
+
+    use crate::search::{AnimeDetails, Filters, SearchResults};
+
+    /// Why a backend call failed, as the page must treat it.
+    #[derive(Debug)]
+    pub enum BackendError {
+        /// The request cannot succeed as sent (empty or too long query): 400.
+        BadRequest(String),
+        /// Anything else: the page shows a generic error and the cause is logged.
+        Failed(String),
+    }
+
+    /// What the server offers the pages; implemented in the `server` crate.
+    #[async_trait::async_trait]
+    pub trait Backend: Send + Sync + 'static {
+        async fn search(
+            &self,
+            query: &str,
+            filters: &Filters,
+        ) -> Result<SearchResults, BackendError>;
+        async fn anime(&self, id: i32) -> Result<Option<AnimeDetails>, BackendError>;
+    }
+
+    pub type SharedBackend = Arc<dyn Backend>;
+
+    pub fn current() -> Result<SharedBackend, ServerFnError> {
+        leptos::prelude::use_context::<SharedBackend>()
+            .ok_or_else(|| ServerFnError::new("no backend in context"))
+    }
+
+    /// Sets the HTTP status of the page being rendered (ignored for server-function calls,
+    /// which have their own response).
+    pub fn set_status(status: http::StatusCode) {
+        if let Some(response) = leptos::prelude::use_context::<leptos_axum::ResponseOptions>() {
+            response.set_status(status);
+        }
+    }
+}
+
+/// Searches the catalog for a description.
+#[server(input = Json)]
+pub async fn search(query: String, filters: Filters) -> Result<SearchReply, ServerFnError> {
+    use backend::BackendError;
+    match backend::current()?.search(&query, &filters).await {
+        Ok(results) => Ok(Ok(results)),
+        Err(BackendError::BadRequest(message)) => {
+            backend::set_status(http::StatusCode::BAD_REQUEST);
+            Ok(Err(message))
+        }
+        Err(BackendError::Failed(message)) => Err(ServerFnError::new(message)),
+    }
+}
+
+/// One anime with its franchise and "similar to this"; `None` when the id is unknown.
+#[server(input = Json)]
+pub async fn load_anime(id: i32) -> Result<Option<AnimeDetails>, ServerFnError> {
+    match backend::current()?.anime(id).await {
+        Ok(details) => Ok(details),
+        Err(
+            backend::BackendError::BadRequest(message) | backend::BackendError::Failed(message),
+        ) => Err(ServerFnError::new(message)),
+    }
+}

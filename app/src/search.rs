@@ -1,0 +1,93 @@
+//! The search contract between pages and server: what a search asks for and what comes back.
+//! Plain data (serde) so it crosses the server-function boundary; the server fills it in.
+
+use serde::{Deserialize, Serialize};
+
+/// Longest description the search accepts (characters); longer input is refused with a clear
+/// error, not cut silently.
+pub const MAX_QUERY_CHARS: usize = 1_000;
+
+/// Narrowing applied inside both retrieval branches, before fusion.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Filters {
+    /// AniList format codes (`TV`, `MOVIE`, …); empty: any.
+    pub formats: Vec<String>,
+    pub year_from: Option<i32>,
+    pub year_to: Option<i32>,
+    /// Every listed genre must be present; empty: any.
+    pub genres: Vec<String>,
+}
+
+impl Filters {
+    pub fn is_empty(&self) -> bool {
+        self == &Self::default()
+    }
+}
+
+/// Which retrieval branch found a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Branch {
+    /// Full text or title trigram match only.
+    Lexical,
+    /// Nearest neighbour of the query's embedding only.
+    Vector,
+    Both,
+}
+
+impl Branch {
+    pub fn label(self) -> &'static str {
+        match self {
+            Branch::Lexical => "words",
+            Branch::Vector => "meaning",
+            Branch::Both => "words + meaning",
+        }
+    }
+}
+
+/// One anime as a result card or a "similar to" entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AnimeCard {
+    pub id: i32,
+    pub title: String,
+    /// The English title when it differs from `title`.
+    pub english_title: Option<String>,
+    pub year: Option<i32>,
+    /// Human words ("TV", "Movie").
+    pub format: Option<String>,
+    pub genres: Vec<String>,
+    pub snippet: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchHit {
+    pub anime: AnimeCard,
+    pub branch: Branch,
+    /// Reciprocal rank fusion score.
+    pub score: f64,
+    pub lexical_rank: Option<usize>,
+    pub vector_rank: Option<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchResults {
+    pub query: String,
+    pub hits: Vec<SearchHit>,
+    /// False when the query could not be embedded and only the lexical branch ran.
+    pub semantic: bool,
+    pub took_ms: f64,
+}
+
+/// Everything the anime page shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AnimeDetails {
+    pub card: AnimeCard,
+    pub native_title: Option<String>,
+    pub synonyms: Vec<String>,
+    pub description: String,
+    pub themes: Vec<String>,
+    pub season: Option<String>,
+    pub average_score: Option<i32>,
+    /// Other entries of its franchise, in airing order.
+    pub franchise: Vec<AnimeCard>,
+    pub similar: Vec<AnimeCard>,
+}

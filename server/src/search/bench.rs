@@ -1,0 +1,270 @@
+//! `server bench`: latency per search stage over the evaluation queries, "similar to" through
+//! the HNSW index next to an exact scan of the same query, document embedding throughput next
+//! to candle's Q4_0 kernel, and a no-change re-ingest. Each baseline is measured in the same run
+//! on the same data, so the numbers compare like with like.
+
+use std::{
+    path::PathBuf,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, Result};
+use app::search::Filters;
+use serde::Serialize;
+use sqlx::PgPool;
+
+use super::{
+    SearchEngine, StageTimes,
+    e5::{self, E5Model, LayerWeights},
+    embedder::{self, Embedder, LocalEmbedder},
+    eval::EvalSet,
+    vector,
+};
+use crate::{catalog, config::Config};
+
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// Timed passes over the evaluation queries (after one warm-up pass).
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+    /// Documents embedded for the throughput measurement (0: skip it).
+    #[arg(long, default_value_t = 24)]
+    pub embed_sample: usize,
+    /// Re-ingest this catalog file (already loaded) and time the no-change path.
+    #[arg(long, value_name = "FILE")]
+    pub catalog: Option<PathBuf>,
+    /// Write the numbers as JSON here.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+}
+
+/// p50 and p95 of a set of durations, in milliseconds.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Percentiles {
+    pub samples: usize,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+}
+
+pub fn percentiles(samples: &[Duration]) -> Percentiles {
+    let mut ms: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1000.0).collect();
+    ms.sort_by(f64::total_cmp);
+    let at = |p: f64| {
+        if ms.is_empty() {
+            return f64::NAN;
+        }
+        let rank = ((p * ms.len() as f64).ceil() as usize).clamp(1, ms.len());
+        ms[rank - 1]
+    };
+    Percentiles {
+        samples: ms.len(),
+        p50_ms: at(0.50),
+        p95_ms: at(0.95),
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    catalog_size: i64,
+    model: String,
+    stages: Vec<(String, Percentiles)>,
+    similar_hnsw: Percentiles,
+    similar_exact_scan: Percentiles,
+    /// Share of the exact top 12 that the index returned (approximate search's recall).
+    similar_index_recall: f64,
+    embed_docs_per_second: Option<f64>,
+    embed_docs_per_second_q4_baseline: Option<f64>,
+    reingest_seconds: Option<f64>,
+}
+
+pub async fn run(config: &Config, pool: PgPool, args: BenchArgs) -> Result<()> {
+    let embedder = embedder::from_config(config)?;
+    let engine = SearchEngine::new(pool.clone(), embedder.clone());
+    let set = EvalSet::bundled()?;
+    let queries: Vec<&str> = set
+        .cases
+        .iter()
+        .filter_map(|c| c.query.as_deref())
+        .collect();
+    let catalog_size: i64 = sqlx::query_scalar("SELECT count(*) FROM anime")
+        .fetch_one(&pool)
+        .await?;
+    println!(
+        "catalog {catalog_size} anime, model {}, {} queries x {} rounds (+1 warm-up)",
+        embedder.model(),
+        queries.len(),
+        args.rounds
+    );
+
+    // Text search, stage by stage.
+    let filters = Filters::default();
+    for query in &queries {
+        engine.search_timed(query, &filters).await?;
+    }
+    let mut times: Vec<StageTimes> = Vec::new();
+    for _ in 0..args.rounds {
+        for query in &queries {
+            times.push(engine.search_timed(query, &filters).await?.1);
+        }
+    }
+    let stage = |pick: fn(&StageTimes) -> Duration| {
+        percentiles(&times.iter().map(pick).collect::<Vec<_>>())
+    };
+    let stages = vec![
+        ("embed query".to_string(), stage(|t| t.embed)),
+        ("lexical".to_string(), stage(|t| t.lexical)),
+        ("vector".to_string(), stage(|t| t.vector)),
+        ("fuse".to_string(), stage(|t| t.fuse)),
+        ("total (page)".to_string(), stage(|t| t.total)),
+    ];
+    println!("\n| text search stage | p50 ms | p95 ms |\n|---|---|---|");
+    for (name, p) in &stages {
+        println!("| {name} | {:.2} | {:.2} |", p.p50_ms, p.p95_ms);
+    }
+
+    // Similar-to: the index walk against an exact scan of the same SQL.
+    let sources: Vec<i32> =
+        sqlx::query_scalar("SELECT anime_id FROM embeddings WHERE model = $1 ORDER BY anime_id")
+            .bind(embedder.model())
+            .fetch_all(&pool)
+            .await?;
+    let step = (sources.len() / 100).max(1);
+    let sources: Vec<i32> = sources.into_iter().step_by(step).take(100).collect();
+    let sql = vector::similar_sql(embedder.model())?;
+    let (mut hnsw, mut exact) = (Vec::new(), Vec::new());
+    let mut overlap = 0usize;
+    let mut expected = 0usize;
+    for (round, &id) in std::iter::once(&sources[0])
+        .chain(sources.iter())
+        .enumerate()
+    {
+        let began = Instant::now();
+        let fast = vector::similar(&pool, embedder.model(), id, true, super::SIMILAR_COUNT).await?;
+        let fast_time = began.elapsed();
+        let began = Instant::now();
+        let mut tx = pool.begin().await?;
+        sqlx::raw_sql("SET LOCAL enable_indexscan = off; SET LOCAL enable_bitmapscan = off")
+            .execute(&mut *tx)
+            .await?;
+        let slow: Vec<(i32, f64)> = sqlx::query_as(&sql)
+            .bind(id)
+            .bind(true)
+            .bind(super::SIMILAR_COUNT as i64)
+            .fetch_all(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        let slow_time = began.elapsed();
+        if round == 0 {
+            continue; // warm-up
+        }
+        hnsw.push(fast_time);
+        exact.push(slow_time);
+        expected += slow.len();
+        overlap += slow
+            .iter()
+            .filter(|(s, _)| fast.iter().any(|(f, _)| f == s))
+            .count();
+    }
+    let (similar_hnsw, similar_exact) = (percentiles(&hnsw), percentiles(&exact));
+    let index_recall = overlap as f64 / expected.max(1) as f64;
+    println!(
+        "\n| similar-to ({} sources, top {}) | p50 ms | p95 ms |\n|---|---|---|",
+        hnsw.len(),
+        super::SIMILAR_COUNT
+    );
+    println!(
+        "| HNSW index | {:.2} | {:.2} |",
+        similar_hnsw.p50_ms, similar_hnsw.p95_ms
+    );
+    println!(
+        "| exact scan (baseline) | {:.2} | {:.2} |",
+        similar_exact.p50_ms, similar_exact.p95_ms
+    );
+    println!("index recall against the exact scan: {index_recall:.3}");
+
+    // Document embedding throughput, f32 layers against the Q4_0 kernel.
+    let (mut f32_rate, mut q4_rate) = (None, None);
+    if args.embed_sample > 0 && embedder.model() == e5::MODEL_NAME {
+        let texts: Vec<String> =
+            sqlx::query_scalar("SELECT body FROM documents ORDER BY md5(anime_id::text) LIMIT $1")
+                .bind(args.embed_sample as i64)
+                .fetch_all(&pool)
+                .await?;
+        let (weights, tokenizer) = e5::ensure_files(&config.embedded.cache_dir())?;
+        let workers = config.embed_workers();
+        let rate = |layers| -> Result<f64> {
+            let model = E5Model::load_with(&weights, &tokenizer, layers)?;
+            let local = LocalEmbedder::new(Arc::new(model), workers);
+            let runtime = tokio::runtime::Handle::current();
+            let began = Instant::now();
+            tokio::task::block_in_place(|| runtime.block_on(local.embed_passages(&texts)))?;
+            Ok(texts.len() as f64 / began.elapsed().as_secs_f64())
+        };
+        f32_rate = Some(rate(LayerWeights::F32)?);
+        q4_rate = Some(rate(LayerWeights::Q4)?);
+        println!(
+            "\ndocument embedding ({} documents, {workers} workers, cut at {} tokens): \
+             f32 layers {:.2} docs/s, Q4_0 kernel (baseline) {:.2} docs/s",
+            texts.len(),
+            embedder::LOCAL_PASSAGE_TOKENS,
+            f32_rate.unwrap_or_default(),
+            q4_rate.unwrap_or_default()
+        );
+    }
+
+    // No-change re-ingest.
+    let mut reingest = None;
+    if let Some(path) = &args.catalog {
+        let media = catalog::import::read_media_file(path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let began = Instant::now();
+        let report = catalog::ingest(&pool, &media, false, embedder.model(), None).await?;
+        let vectors = super::vectors::embed_missing(&pool, embedder.as_ref(), None, false).await?;
+        let seconds = began.elapsed().as_secs_f64();
+        println!(
+            "\nre-ingest of {} ({} anime): {seconds:.2} s; documents written {}, vectors computed {}",
+            path.display(),
+            media.len(),
+            report.documents.documents_written,
+            vectors.embedded
+        );
+        reingest = Some(seconds);
+    }
+
+    if let Some(path) = &args.report {
+        let report = Report {
+            catalog_size,
+            model: embedder.model().to_string(),
+            stages,
+            similar_hnsw,
+            similar_exact_scan: similar_exact,
+            similar_index_recall: index_recall,
+            embed_docs_per_second: f32_rate,
+            embed_docs_per_second_q4_baseline: q4_rate,
+            reingest_seconds: reingest,
+        };
+        crate::files::write_atomic(
+            path,
+            serde_json::to_string_pretty(&report)?.as_bytes(),
+            0o644,
+        )?;
+        println!("report written to {}", path.display());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_use_nearest_rank() {
+        let samples: Vec<Duration> = (1..=20).map(Duration::from_millis).collect();
+        let p = percentiles(&samples);
+        assert_eq!(p.samples, 20);
+        assert_eq!(p.p50_ms, 10.0);
+        assert_eq!(p.p95_ms, 19.0);
+        assert!(percentiles(&[]).p50_ms.is_nan());
+    }
+}

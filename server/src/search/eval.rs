@@ -1,0 +1,369 @@
+//! Evaluation: the cases in `server/data/eval_cases.json` (descriptions, pasted synopses, typos,
+//! Spanish titles, sequel-specific queries, similar-to) run against whatever catalog the
+//! database holds, scoring each retrieval method from the same run side by side:
+//!
+//! - `lexical`: the lexical branch alone;
+//! - `vector`: the vector branch alone;
+//! - `rrf`: both fused by reciprocal rank fusion (what search serves);
+//! - `seed-001`: the seed system's method, the lexical top 50 re-scored 50/50 by lexical score
+//!   (divided by the best) and cosine similarity.
+//!
+//! Metrics per method: hit@5 (an expected anime in the top 5), MRR (1 / rank of the first
+//! expected anime, 0 when absent) and recall@25 (share of the expected anime in the top 25).
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::{SearchEngine, vector};
+use app::search::Filters;
+
+/// The evaluation set kept in the repository.
+pub const CASES: &str = include_str!("../../data/eval_cases.json");
+
+pub const METHODS: [&str; 4] = ["lexical", "vector", "rrf", "seed-001"];
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct EvalSet {
+    pub cases: Vec<Case>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Case {
+    pub id: String,
+    pub kind: String,
+    pub lang: String,
+    #[serde(default)]
+    pub query: Option<String>,
+    /// For `similar` cases: the anime whose neighbours are scored.
+    #[serde(default)]
+    pub source: Option<i32>,
+    pub expected: Vec<i32>,
+}
+
+impl EvalSet {
+    pub fn bundled() -> Result<Self> {
+        serde_json::from_str(CASES).context("reading the bundled evaluation set")
+    }
+
+    /// Every anime id the set refers to (expected answers and similar-to sources).
+    pub fn ids(&self) -> Vec<i32> {
+        let mut ids: Vec<i32> = self
+            .cases
+            .iter()
+            .flat_map(|c| c.expected.iter().copied().chain(c.source))
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+}
+
+/// Averages over a group of cases.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+pub struct Metrics {
+    pub cases: usize,
+    pub hit_at_5: f64,
+    pub mrr: f64,
+    pub recall_at_25: f64,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Sums {
+    cases: usize,
+    hits: f64,
+    reciprocal: f64,
+    recall: f64,
+}
+
+impl Sums {
+    fn add(&mut self, ranking: &[i32], expected: &[i32]) {
+        self.cases += 1;
+        let first = ranking.iter().position(|id| expected.contains(id));
+        if first.is_some_and(|rank| rank < 5) {
+            self.hits += 1.0;
+        }
+        self.reciprocal += first.map_or(0.0, |rank| 1.0 / (rank + 1) as f64);
+        let found = expected
+            .iter()
+            .filter(|id| ranking.iter().take(25).any(|r| r == *id))
+            .count();
+        self.recall += found as f64 / expected.len().max(1) as f64;
+    }
+
+    fn metrics(&self) -> Metrics {
+        let n = self.cases.max(1) as f64;
+        Metrics {
+            cases: self.cases,
+            hit_at_5: self.hits / n,
+            mrr: self.reciprocal / n,
+            recall_at_25: self.recall / n,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MethodReport {
+    pub method: String,
+    pub all: Metrics,
+    pub spanish: Metrics,
+    pub english: Metrics,
+    pub by_kind: BTreeMap<String, Metrics>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CaseResult {
+    pub id: String,
+    /// 1-based rank of the first expected anime per method; absent when not found.
+    pub first_rank: BTreeMap<String, Option<usize>>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Report {
+    pub embedding_model: String,
+    pub catalog_size: i64,
+    pub text_cases: usize,
+    /// Cases skipped because an expected anime is not in the catalog.
+    pub skipped: Vec<String>,
+    pub methods: Vec<MethodReport>,
+    /// Similar-to cases (franchise excluded), scored like the text cases.
+    pub similar: Metrics,
+    pub cases: Vec<CaseResult>,
+}
+
+impl Report {
+    pub fn method(&self, name: &str) -> Option<&MethodReport> {
+        self.methods.iter().find(|m| m.method == name)
+    }
+}
+
+/// Runs every case; cases whose expected anime are all missing from the catalog are skipped
+/// and listed (so a partial catalog is visible in the report, not silently easier).
+pub async fn run(engine: &SearchEngine, set: &EvalSet) -> Result<Report> {
+    let pool = engine.pool();
+    let catalog_size: i64 = sqlx::query_scalar("SELECT count(*) FROM anime")
+        .fetch_one(pool)
+        .await?;
+    let present: Vec<i32> = sqlx::query_scalar("SELECT id FROM anime WHERE id = ANY($1)")
+        .bind(set.ids())
+        .fetch_all(pool)
+        .await?;
+    let model = engine.embedder().model().to_string();
+    let mut sums: BTreeMap<&str, (Sums, Sums, Sums, BTreeMap<String, Sums>)> = BTreeMap::new();
+    let mut similar = Sums::default();
+    let mut skipped = Vec::new();
+    let mut cases = Vec::new();
+    let mut text_cases = 0;
+    for case in &set.cases {
+        let expected: Vec<i32> = case
+            .expected
+            .iter()
+            .copied()
+            .filter(|id| present.contains(id))
+            .collect();
+        if expected.is_empty() || case.source.is_some_and(|s| !present.contains(&s)) {
+            skipped.push(case.id.clone());
+            continue;
+        }
+        let mut first_rank = BTreeMap::new();
+        if let Some(source) = case.source {
+            let ranking: Vec<i32> = vector::similar(pool, &model, source, true, 25)
+                .await?
+                .into_iter()
+                .map(|(id, _)| id)
+                .collect();
+            similar.add(&ranking, &expected);
+            first_rank.insert(
+                "similar".to_string(),
+                ranking
+                    .iter()
+                    .position(|id| expected.contains(id))
+                    .map(|r| r + 1),
+            );
+            cases.push(CaseResult {
+                id: case.id.clone(),
+                first_rank,
+            });
+            continue;
+        }
+        let query = case
+            .query
+            .as_deref()
+            .with_context(|| format!("case {} has neither query nor source", case.id))?;
+        text_cases += 1;
+        let retrieval = engine.retrieve(query, &Filters::default()).await?;
+        let lexical: Vec<i32> = retrieval.lexical.iter().map(|&(id, _)| id).collect();
+        let vector_ids: Vec<i32> = retrieval.vector.iter().map(|&(id, _)| id).collect();
+        let fused: Vec<i32> = retrieval.fused.iter().map(|f| f.anime_id).collect();
+        let seed = match &retrieval.query_vector {
+            Some(v) => seed_001(engine, &model, v, &retrieval.lexical).await?,
+            None => lexical.clone(),
+        };
+        for (method, ranking) in METHODS.iter().zip([&lexical, &vector_ids, &fused, &seed]) {
+            let entry = sums.entry(method).or_default();
+            entry.0.add(ranking, &expected);
+            if case.lang == "es" {
+                entry.1.add(ranking, &expected);
+            } else {
+                entry.2.add(ranking, &expected);
+            }
+            entry
+                .3
+                .entry(case.kind.clone())
+                .or_default()
+                .add(ranking, &expected);
+            first_rank.insert(
+                method.to_string(),
+                ranking
+                    .iter()
+                    .position(|id| expected.contains(id))
+                    .map(|r| r + 1),
+            );
+        }
+        cases.push(CaseResult {
+            id: case.id.clone(),
+            first_rank,
+        });
+    }
+    let methods = METHODS
+        .iter()
+        .filter_map(|method| {
+            let (all, es, en, kinds) = sums.get(method)?;
+            Some(MethodReport {
+                method: method.to_string(),
+                all: all.metrics(),
+                spanish: es.metrics(),
+                english: en.metrics(),
+                by_kind: kinds
+                    .iter()
+                    .map(|(k, s)| (k.clone(), s.metrics()))
+                    .collect(),
+            })
+        })
+        .collect();
+    Ok(Report {
+        embedding_model: model,
+        catalog_size,
+        text_cases,
+        skipped,
+        methods,
+        similar: similar.metrics(),
+        cases,
+    })
+}
+
+/// The seed system's ranking: lexical top 50, each scored 0.5 × (lexical score / best lexical
+/// score) + 0.5 × cosine similarity to the query.
+async fn seed_001(
+    engine: &SearchEngine,
+    model: &str,
+    query_vector: &[f32],
+    lexical: &[(i32, f32)],
+) -> Result<Vec<i32>> {
+    let ids: Vec<i32> = lexical.iter().map(|&(id, _)| id).collect();
+    let distances: BTreeMap<i32, f64> = vector::distances(engine.pool(), model, query_vector, &ids)
+        .await?
+        .into_iter()
+        .collect();
+    let best = lexical
+        .iter()
+        .map(|&(_, s)| s as f64)
+        .fold(0.0, f64::max)
+        .max(f64::EPSILON);
+    let mut scored: Vec<(i32, f64)> = lexical
+        .iter()
+        .map(|&(id, score)| {
+            let cosine = distances.get(&id).map_or(0.0, |d| 1.0 - d);
+            (id, 0.5 * score as f64 / best + 0.5 * cosine)
+        })
+        .collect();
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    Ok(scored.into_iter().map(|(id, _)| id).collect())
+}
+
+/// The table `server eval` prints.
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "catalog {} anime, model {}, {} text cases, {} similar-to cases{}",
+            self.catalog_size,
+            self.embedding_model,
+            self.text_cases,
+            self.similar.cases,
+            if self.skipped.is_empty() {
+                String::new()
+            } else {
+                format!(", skipped {}", self.skipped.len())
+            }
+        )?;
+        writeln!(
+            f,
+            "| method | hit@5 | MRR | recall@25 | Spanish hit@5 | Spanish MRR | English hit@5 |"
+        )?;
+        writeln!(f, "|---|---|---|---|---|---|---|")?;
+        for m in &self.methods {
+            writeln!(
+                f,
+                "| {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
+                m.method,
+                m.all.hit_at_5,
+                m.all.mrr,
+                m.all.recall_at_25,
+                m.spanish.hit_at_5,
+                m.spanish.mrr,
+                m.english.hit_at_5
+            )?;
+        }
+        writeln!(
+            f,
+            "| similar-to (franchise excluded) | {:.2} | {:.2} | {:.2} | | | |",
+            self.similar.hit_at_5, self.similar.mrr, self.similar.recall_at_25
+        )?;
+        if let Some(rrf) = self.method("rrf") {
+            writeln!(f, "\nrrf by kind:")?;
+            for (kind, m) in &rrf.by_kind {
+                writeln!(
+                    f,
+                    "  {kind:<14} n={:<3} hit@5 {:.2}  MRR {:.2}  recall@25 {:.2}",
+                    m.cases, m.hit_at_5, m.mrr, m.recall_at_25
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_count_ranks_from_one() {
+        let mut sums = Sums::default();
+        sums.add(&[9, 8, 7], &[8]); // rank 2
+        sums.add(&[1, 2, 3, 4, 5, 6], &[6]); // rank 6: no hit@5
+        sums.add(&[1], &[2, 3]); // absent
+        let m = sums.metrics();
+        assert_eq!(m.cases, 3);
+        assert!((m.hit_at_5 - 1.0 / 3.0).abs() < 1e-12);
+        assert!((m.mrr - (0.5 + 1.0 / 6.0) / 3.0).abs() < 1e-12);
+        assert!((m.recall_at_25 - 2.0 / 3.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_bundled_set_is_large_and_half_spanish() {
+        let set = EvalSet::bundled().unwrap();
+        let text: Vec<&Case> = set.cases.iter().filter(|c| c.query.is_some()).collect();
+        assert!(text.len() >= 40, "{} text cases", text.len());
+        let spanish = text.iter().filter(|c| c.lang == "es").count();
+        assert!(
+            spanish * 2 >= text.len(),
+            "{spanish} of {} Spanish",
+            text.len()
+        );
+        assert!(set.cases.iter().any(|c| c.source.is_some()));
+        assert!(set.cases.iter().all(|c| !c.expected.is_empty()));
+    }
+}

@@ -1,0 +1,342 @@
+//! Document vectors: which documents still need one, computing them in batches, storing them per
+//! model, and an append-only cache on disk keyed by (model version, content hash) so that a new
+//! database on the same machine (CI, a test, a reset) never recomputes a vector it has seen.
+
+use std::{
+    collections::HashMap,
+    fs::{self, File, OpenOptions},
+    io::{Read, Write},
+    path::{Path, PathBuf},
+    time::{Duration, Instant},
+};
+
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use sqlx::PgPool;
+
+use super::embedder::Embedder;
+
+/// Documents per round trip: embedded together, then written in one transaction.
+pub const BATCH: usize = 32;
+
+/// What [`embed_missing`] did.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct EmbedReport {
+    pub model: String,
+    /// Documents that had no vector for their current text.
+    pub missing: usize,
+    pub from_cache: usize,
+    pub embedded: usize,
+    #[serde(with = "seconds")]
+    pub elapsed: Duration,
+    /// Documents the model embedded per second (cache hits left out).
+    pub docs_per_second: f64,
+}
+
+impl std::fmt::Display for EmbedReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "vectors ({}): {} missing, {} from the disk cache, {} embedded at {:.2} docs/s, {:.1} s",
+            self.model,
+            self.missing,
+            self.from_cache,
+            self.embedded,
+            self.docs_per_second,
+            self.elapsed.as_secs_f64()
+        )
+    }
+}
+
+/// The vector literal PostgreSQL reads (`[0.1,0.2,…]`); Rust prints the shortest text that
+/// reads back as the same f32.
+pub fn literal(vector: &[f32]) -> String {
+    let mut out = String::with_capacity(vector.len() * 12);
+    out.push('[');
+    for (i, x) in vector.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&x.to_string());
+    }
+    out.push(']');
+    out
+}
+
+/// Embeds every document of the embedder's model whose content hash has no vector yet, shortest
+/// documents first so each batch holds texts of similar length.
+pub async fn embed_missing(
+    pool: &PgPool,
+    embedder: &dyn Embedder,
+    mut cache: Option<&mut VectorCache>,
+    show_progress: bool,
+) -> Result<EmbedReport> {
+    let started = Instant::now();
+    let model = embedder.model().to_string();
+    let missing: Vec<(i32, String, String)> = sqlx::query_as(
+        "SELECT d.anime_id, d.body, d.content_hash FROM documents d
+         LEFT JOIN embeddings e
+             ON e.anime_id = d.anime_id AND e.model = d.model AND e.content_hash = d.content_hash
+         WHERE d.model = $1 AND e.anime_id IS NULL
+         ORDER BY length(d.body), d.anime_id",
+    )
+    .bind(&model)
+    .fetch_all(pool)
+    .await?;
+    let mut report = EmbedReport {
+        model: model.clone(),
+        missing: missing.len(),
+        ..Default::default()
+    };
+    let progress = if show_progress && !missing.is_empty() {
+        let bar = ProgressBar::new(missing.len() as u64);
+        bar.set_style(
+            ProgressStyle::with_template(
+                "embedding {bar:30} {pos}/{len} documents, {per_sec}, eta {eta}",
+            )
+            .expect("a valid template"),
+        );
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    let mut embedding_time = Duration::ZERO;
+    for batch in missing.chunks(BATCH) {
+        let mut vectors: Vec<Option<Vec<f32>>> = batch
+            .iter()
+            .map(|(_, _, hash)| cache.as_ref().and_then(|c| c.get(hash)))
+            .collect();
+        let todo: Vec<usize> = (0..batch.len()).filter(|&i| vectors[i].is_none()).collect();
+        report.from_cache += batch.len() - todo.len();
+        if !todo.is_empty() {
+            let texts: Vec<String> = todo.iter().map(|&i| batch[i].1.clone()).collect();
+            let began = Instant::now();
+            let fresh = embedder.embed_passages(&texts).await?;
+            embedding_time += began.elapsed();
+            anyhow::ensure!(fresh.len() == todo.len(), "embedder returned a wrong count");
+            for (&i, vector) in todo.iter().zip(fresh) {
+                anyhow::ensure!(
+                    vector.len() == embedder.dimension(),
+                    "embedder returned {} dimensions, expected {}",
+                    vector.len(),
+                    embedder.dimension()
+                );
+                if let Some(cache) = cache.as_deref_mut() {
+                    cache.put(&batch[i].2, &vector)?;
+                }
+                vectors[i] = Some(vector);
+            }
+            report.embedded += todo.len();
+        }
+        let mut tx = pool.begin().await?;
+        for ((anime_id, _, hash), vector) in batch.iter().zip(&vectors) {
+            let vector = vector.as_ref().expect("filled above");
+            sqlx::query(
+                "INSERT INTO embeddings (anime_id, model, content_hash, embedding)
+                 VALUES ($1, $2, $3, $4::vector)
+                 ON CONFLICT (anime_id, model) DO UPDATE SET content_hash = EXCLUDED.content_hash,
+                     embedding = EXCLUDED.embedding, embedded_at = now()",
+            )
+            .bind(anime_id)
+            .bind(&model)
+            .bind(hash)
+            .bind(literal(vector))
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        progress.inc(batch.len() as u64);
+    }
+    progress.finish_and_clear();
+    if let Some(cache) = cache {
+        cache.flush()?;
+    }
+    report.elapsed = started.elapsed();
+    report.docs_per_second = if report.embedded > 0 {
+        report.embedded as f64 / embedding_time.as_secs_f64().max(1e-9)
+    } else {
+        0.0
+    };
+    Ok(report)
+}
+
+/// Vectors on disk, one append-only file per model version:
+/// records of 32 bytes of content hash then `dimension` little-endian f32s. A torn last record
+/// (a crash mid-write) and records that are not unit vectors are skipped on load.
+pub struct VectorCache {
+    path: PathBuf,
+    dimension: usize,
+    known: HashMap<[u8; 32], Vec<f32>>,
+    pending: Vec<u8>,
+}
+
+impl VectorCache {
+    /// Opens (or starts) the cache for `version` under `dir`.
+    pub fn open(dir: &Path, version: &str, dimension: usize) -> Result<Self> {
+        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let safe: String = version
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let path = dir.join(format!("{safe}.{dimension}d.vectors"));
+        let mut known = HashMap::new();
+        if path.exists() {
+            let mut bytes = Vec::new();
+            File::open(&path)
+                .and_then(|mut f| f.read_to_end(&mut bytes))
+                .with_context(|| format!("reading {}", path.display()))?;
+            let record = 32 + dimension * 4;
+            let whole = bytes.len() / record * record;
+            if whole < bytes.len() {
+                // Drop a torn tail so the next append starts on a record boundary.
+                OpenOptions::new()
+                    .write(true)
+                    .open(&path)
+                    .and_then(|f| f.set_len(whole as u64))
+                    .with_context(|| format!("truncating {}", path.display()))?;
+            }
+            for chunk in bytes.chunks_exact(record) {
+                let hash: [u8; 32] = chunk[..32].try_into().expect("32 bytes");
+                let vector: Vec<f32> = chunk[32..]
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes")))
+                    .collect();
+                let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+                if (norm - 1.0).abs() < 1e-3 {
+                    known.insert(hash, vector);
+                }
+            }
+        }
+        Ok(Self {
+            path,
+            dimension,
+            known,
+            pending: Vec::new(),
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.known.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.known.is_empty()
+    }
+
+    pub fn get(&self, content_hash: &str) -> Option<Vec<f32>> {
+        self.known.get(&key(content_hash)?).cloned()
+    }
+
+    fn put(&mut self, content_hash: &str, vector: &[f32]) -> Result<()> {
+        let Some(key) = key(content_hash) else {
+            return Ok(());
+        };
+        anyhow::ensure!(
+            vector.len() == self.dimension,
+            "wrong dimension for the cache"
+        );
+        if self.known.insert(key, vector.to_vec()).is_none() {
+            self.pending.extend_from_slice(&key);
+            for x in vector {
+                self.pending.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+        if self.pending.len() >= 1 << 20 {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Appends what was added since the last flush, in one write.
+    pub fn flush(&mut self) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)
+            .with_context(|| format!("opening {}", self.path.display()))?;
+        file.write_all(&self.pending)
+            .and_then(|()| file.sync_data())
+            .with_context(|| format!("writing {}", self.path.display()))?;
+        self.pending.clear();
+        Ok(())
+    }
+}
+
+/// A content hash (64 hex digits) as 32 bytes; anything else is not cached.
+fn key(content_hash: &str) -> Option<[u8; 32]> {
+    if content_hash.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(content_hash.get(i * 2..i * 2 + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+mod seconds {
+    pub fn serialize<S: serde::Serializer>(
+        d: &std::time::Duration,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit(dimension: usize, hot: usize) -> Vec<f32> {
+        let mut v = vec![0.0; dimension];
+        v[hot] = 1.0;
+        v
+    }
+
+    #[test]
+    fn the_cache_survives_a_reopen_and_skips_a_torn_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let hash = "ab".repeat(32);
+        let mut cache = VectorCache::open(dir.path(), "m/v1", 4).unwrap();
+        cache.put(&hash, &unit(4, 2)).unwrap();
+        cache.put("not-a-hash", &unit(4, 1)).unwrap();
+        cache.flush().unwrap();
+        let file = dir.path().join("m_v1.4d.vectors");
+        // A second record cut short, as after a crash mid-write.
+        let mut f = OpenOptions::new().append(true).open(&file).unwrap();
+        f.write_all(&[7u8; 40]).unwrap();
+
+        let reopened = VectorCache::open(dir.path(), "m/v1", 4).unwrap();
+        assert_eq!(reopened.len(), 1);
+        assert_eq!(reopened.get(&hash), Some(unit(4, 2)));
+        assert_eq!(reopened.get(&"cd".repeat(32)), None);
+        // The torn tail was cut, so later records line up again.
+        let mut reopened = reopened;
+        reopened.put(&"cd".repeat(32), &unit(4, 0)).unwrap();
+        reopened.flush().unwrap();
+        let again = VectorCache::open(dir.path(), "m/v1", 4).unwrap();
+        assert_eq!(again.get(&"cd".repeat(32)), Some(unit(4, 0)));
+        assert_eq!(again.len(), 2);
+    }
+
+    #[test]
+    fn vector_literals_read_back_exactly() {
+        let v = [0.1f32, -1.0e-7, 0.333_333_34];
+        let text = literal(&v);
+        let parsed: Vec<f32> = text
+            .trim_matches(['[', ']'])
+            .split(',')
+            .map(|x| x.parse().unwrap())
+            .collect();
+        assert_eq!(parsed, v);
+    }
+}

@@ -1,0 +1,429 @@
+//! Search end to end on the demo catalog in a real PostgreSQL (one database per test) with the
+//! real local model: both branches, fusion labels, filters, titles with typos, "similar to" and
+//! its query plan, incremental embedding, and the OpenAI embedder against the fake API.
+
+mod common;
+
+use std::{sync::Arc, time::Duration};
+
+use app::search::{Branch, Filters};
+use server::{
+    catalog,
+    fakes::openai::{EMBEDDING_DIMENSION, EmbeddingBehaviour, FakeOpenAi},
+    search::{
+        SearchEngine, SearchError,
+        embedder::{EmbedError, Embedder, OpenAiEmbedder},
+        vector,
+        vectors::embed_missing,
+    },
+};
+use sqlx::PgPool;
+
+use common::{MODEL, demo_engine, local_embedder};
+
+const MUSHISHI: i32 = 457;
+const SPIRITED_AWAY: i32 = 199;
+
+fn ids(hits: &[(i32, impl Copy)]) -> Vec<i32> {
+    hits.iter().map(|&(id, _)| id).collect()
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_spanish_description_brings_up_mushishi(pool: PgPool) {
+    let engine = demo_engine(&pool).await;
+    let results = engine
+        .search(
+            "algo tranquilo, de alguien que viaja solo y ayuda a la gente",
+            &Filters::default(),
+        )
+        .await
+        .unwrap();
+    assert!(results.semantic);
+    let top: Vec<&str> = results
+        .hits
+        .iter()
+        .take(5)
+        .map(|h| h.anime.title.as_str())
+        .collect();
+    assert!(
+        top.iter().any(|t| t.starts_with("Mushishi")),
+        "top 5: {top:?}"
+    );
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn every_result_is_labelled_with_the_branches_that_found_it(pool: PgPool) {
+    let engine = demo_engine(&pool).await;
+    let mut vector_only = 0;
+    for query in [
+        "a boy who can see ghosts joins a club at school",
+        "piratas buscando un tesoro legendario",
+        "mushi shi",
+    ] {
+        let retrieval = engine.retrieve(query, &Filters::default()).await.unwrap();
+        let (lexical, vector) = (ids(&retrieval.lexical), ids(&retrieval.vector));
+        assert!(!vector.is_empty() && retrieval.fused.len() <= 100);
+        for hit in &retrieval.fused {
+            let expected = match (
+                lexical.contains(&hit.anime_id),
+                vector.contains(&hit.anime_id),
+            ) {
+                (true, true) => Branch::Both,
+                (true, false) => Branch::Lexical,
+                (false, true) => Branch::Vector,
+                (false, false) => panic!("{} came from no branch", hit.anime_id),
+            };
+            assert_eq!(hit.branch, expected, "{query}: anime {}", hit.anime_id);
+            vector_only += usize::from(expected == Branch::Vector);
+        }
+    }
+    assert!(
+        vector_only > 0,
+        "the queries should produce vector-only hits"
+    );
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn titles_with_typos_spacing_or_in_spanish_are_found(pool: PgPool) {
+    let engine = demo_engine(&pool).await;
+    for (query, expected) in [
+        ("mushi shi", MUSHISHI),
+        ("Mushishii", MUSHISHI),
+        ("el viaje de chihiro", SPIRITED_AWAY),
+        ("sen to chihiro no kamikakusi", SPIRITED_AWAY),
+    ] {
+        let retrieval = engine.retrieve(query, &Filters::default()).await.unwrap();
+        let lexical = ids(&retrieval.lexical);
+        assert_eq!(
+            lexical.first(),
+            Some(&expected),
+            "{query}: lexical {lexical:?}"
+        );
+        let fused: Vec<i32> = retrieval.fused.iter().take(3).map(|f| f.anime_id).collect();
+        assert!(fused.contains(&expected), "{query}: fused top 3 {fused:?}");
+    }
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn operators_and_odd_input_never_raise_errors(pool: PgPool) {
+    let engine = demo_engine(&pool).await;
+    for query in [
+        "\"unclosed quote",
+        "-",
+        "a & | ! <-> :* (",
+        "'; DROP TABLE anime; --",
+        "or or or",
+        "\\",
+        "進撃の巨人",
+        "😀 🎌",
+    ] {
+        let outcome = engine.search(query, &Filters::default()).await;
+        assert!(outcome.is_ok(), "{query:?}: {outcome:?}");
+    }
+    assert!(matches!(
+        engine.search("  \n ", &Filters::default()).await,
+        Err(SearchError::EmptyQuery)
+    ));
+    assert!(matches!(
+        engine.search(&"a".repeat(5_000), &Filters::default()).await,
+        Err(SearchError::QueryTooLong(5_000))
+    ));
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn filters_apply_inside_both_branches(pool: PgPool) {
+    let engine = demo_engine(&pool).await;
+    let filters = Filters {
+        formats: vec!["MOVIE".into()],
+        year_from: Some(1990),
+        year_to: Some(2010),
+        genres: vec!["Supernatural".into()],
+    };
+    let retrieval = engine
+        .retrieve("a girl has to work in a bathhouse for spirits", &filters)
+        .await
+        .unwrap();
+    let mut all = ids(&retrieval.lexical);
+    all.extend(ids(&retrieval.vector));
+    assert!(
+        !retrieval.vector.is_empty(),
+        "the filters leave some movies"
+    );
+    let rows: Vec<(i32, Option<String>, Option<i32>, Vec<String>)> = sqlx::query_as(
+        "SELECT id, format, coalesce(season_year, start_year), genres FROM anime WHERE id = ANY($1)",
+    )
+    .bind(&all)
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(rows.len(), {
+        let mut unique = all.clone();
+        unique.sort();
+        unique.dedup();
+        unique.len()
+    });
+    for (id, format, year, genres) in rows {
+        assert_eq!(format.as_deref(), Some("MOVIE"), "anime {id}");
+        assert!(
+            year.is_some_and(|y| (1990..=2010).contains(&y)),
+            "anime {id}: {year:?}"
+        );
+        assert!(
+            genres.iter().any(|g| g == "Supernatural"),
+            "anime {id}: {genres:?}"
+        );
+    }
+    // Spirited Away (2001 supernatural film) passes the filters and is what the words describe.
+    let fused: Vec<i32> = retrieval.fused.iter().take(5).map(|f| f.anime_id).collect();
+    assert!(fused.contains(&SPIRITED_AWAY), "{fused:?}");
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn similar_to_leaves_out_the_source_and_optionally_its_franchise(pool: PgPool) {
+    let engine = demo_engine(&pool).await;
+    let franchise: Vec<i32> = sqlx::query_scalar(
+        "SELECT id FROM anime WHERE franchise_root_id =
+             (SELECT franchise_root_id FROM anime WHERE id = $1)",
+    )
+    .bind(MUSHISHI)
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert!(franchise.len() > 1, "Mushishi has a franchise in the demo");
+
+    let with_franchise = vector::similar(&pool, MODEL, MUSHISHI, false, 10)
+        .await
+        .unwrap();
+    assert_eq!(with_franchise.len(), 10);
+    assert!(!ids(&with_franchise).contains(&MUSHISHI));
+    assert!(
+        ids(&with_franchise).iter().any(|id| franchise.contains(id)),
+        "its own sequels are its nearest neighbours"
+    );
+    assert!(
+        with_franchise.windows(2).all(|w| w[0].1 <= w[1].1),
+        "nearest first"
+    );
+
+    let without = vector::similar(&pool, MODEL, MUSHISHI, true, 10)
+        .await
+        .unwrap();
+    assert_eq!(without.len(), 10);
+    assert!(ids(&without).iter().all(|id| !franchise.contains(id)));
+
+    let cards = engine.similar(MUSHISHI, true, 5).await.unwrap();
+    assert_eq!(
+        cards.iter().map(|c| c.id).collect::<Vec<_>>(),
+        ids(&without)[..5]
+    );
+    assert!(
+        vector::similar(&pool, MODEL, -1, true, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn similar_to_walks_the_hnsw_index(pool: PgPool) {
+    demo_engine(&pool).await;
+    // With 257 rows a sequential scan is cheaper and the planner rightly takes it; at catalog
+    // scale (here 3,000 more anime with random unit vectors) the index must win.
+    sqlx::query(
+        "INSERT INTO anime (id, raw, source_hash) SELECT g, '{}'::jsonb, 'synthetic'
+         FROM generate_series(1000001, 1003000) g",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO embeddings (anime_id, model, content_hash, embedding)
+         SELECT g, $1, 'synthetic', l2_normalize((SELECT array_agg(random() - 0.5)
+                                                   FROM generate_series(1, 384) WHERE g > 0)::vector)
+         FROM generate_series(1000001, 1003000) g",
+    )
+    .bind(MODEL)
+    .execute(&pool)
+    .await
+    .unwrap();
+    sqlx::query("ANALYZE").execute(&pool).await.unwrap();
+    let sql = vector::similar_sql(MODEL).unwrap();
+    let plan: Vec<String> = sqlx::query_scalar(&format!("EXPLAIN {sql}"))
+        .bind(MUSHISHI)
+        .bind(true)
+        .bind(12i64)
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    let plan = plan.join("\n");
+    assert!(
+        plan.contains("Index Scan using embeddings_hnsw_multilingual_e5_small"),
+        "{plan}"
+    );
+    // The text search's vector branch reaches the same index.
+    let query = format!(
+        "EXPLAIN SELECT anime_id FROM embeddings e WHERE e.model = '{MODEL}'
+         ORDER BY e.embedding::vector(384) <=> (SELECT embedding::vector(384) FROM embeddings
+             WHERE anime_id = {MUSHISHI}) LIMIT 50"
+    );
+    let plan: Vec<String> = sqlx::query_scalar(&query).fetch_all(&pool).await.unwrap();
+    assert!(
+        plan.join("\n")
+            .contains("embeddings_hnsw_multilingual_e5_small")
+    );
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn only_documents_without_a_vector_for_their_text_are_embedded(pool: PgPool) {
+    let engine = demo_engine(&pool).await;
+    let embedder = local_embedder();
+    let again = embed_missing(&pool, embedder.as_ref(), None, false)
+        .await
+        .unwrap();
+    assert_eq!((again.missing, again.embedded), (0, 0));
+
+    // A changed synopsis gives one document a new hash: exactly that one is embedded again.
+    sqlx::query(
+        "UPDATE anime SET raw = jsonb_set(raw, '{description}', '\"A wholly new synopsis.\"')
+         WHERE id = $1",
+    )
+    .bind(MUSHISHI)
+    .execute(&pool)
+    .await
+    .unwrap();
+    let hashes = || {
+        sqlx::query_as::<_, (i32, String)>("SELECT anime_id, content_hash FROM documents")
+            .fetch_all(&pool)
+    };
+    let before = hashes().await.unwrap();
+    catalog::store::rebuild_documents(&pool, MODEL, None)
+        .await
+        .unwrap();
+    let after = hashes().await.unwrap();
+    // Its document changes, and so do its sequels' (the franchise premise comes from it).
+    let changed_documents = after.iter().filter(|row| !before.contains(row)).count();
+    assert!(changed_documents >= 1);
+    let changed = embed_missing(&pool, embedder.as_ref(), None, false)
+        .await
+        .unwrap();
+    assert_eq!(
+        (changed.missing, changed.embedded, changed.from_cache),
+        (changed_documents, changed_documents, 0)
+    );
+    assert_eq!(engine.embedder().embed_query("x").await.unwrap().len(), 384);
+    let hashes_match: bool = sqlx::query_scalar(
+        "SELECT e.content_hash = d.content_hash FROM embeddings e
+         JOIN documents d USING (anime_id) WHERE anime_id = $1 AND e.model = $2",
+    )
+    .bind(MUSHISHI)
+    .bind(MODEL)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert!(hashes_match);
+    let count: i64 = sqlx::query_scalar("SELECT count(*) FROM embeddings")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(count, 257, "one vector per anime and model");
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn openai_vectors_are_stored_beside_local_ones_without_mixing(pool: PgPool) {
+    demo_engine(&pool).await;
+    let fake = FakeOpenAi::start("sk-test").await.unwrap();
+    let openai = OpenAiEmbedder::new("sk-test", Some(&fake.base_url()), Duration::from_secs(5));
+    catalog::store::rebuild_documents(&pool, openai.model(), None)
+        .await
+        .unwrap();
+    let report = embed_missing(&pool, &openai, None, false).await.unwrap();
+    assert_eq!((report.missing, report.embedded), (257, 257));
+    assert_eq!(fake.embedded_inputs(), 257);
+    let dimensions: Vec<(String, i32)> = sqlx::query_as(
+        "SELECT model, vector_dims(embedding) FROM embeddings GROUP BY 1, 2 ORDER BY 1",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        dimensions,
+        [
+            (MODEL.to_string(), 384),
+            (
+                "text-embedding-3-small".to_string(),
+                EMBEDDING_DIMENSION as i32
+            )
+        ]
+    );
+    let engine = SearchEngine::new(pool.clone(), Arc::new(openai));
+    let retrieval = engine
+        .retrieve("Ginko travels mountain villages mushi", &Filters::default())
+        .await
+        .unwrap();
+    assert_eq!(retrieval.vector.first().map(|v| v.0), Some(MUSHISHI));
+}
+
+#[tokio::test]
+async fn the_openai_embedder_rejects_wrong_answers() {
+    let fake = FakeOpenAi::start("sk-test").await.unwrap();
+    let openai = OpenAiEmbedder::new(
+        "sk-test",
+        Some(&fake.base_url()),
+        Duration::from_millis(500),
+    );
+    let texts = vec!["one".to_string(), "two".to_string()];
+    let vectors = openai.embed_passages(&texts).await.unwrap();
+    assert_eq!(vectors.len(), 2);
+    assert!(vectors.iter().all(|v| v.len() == EMBEDDING_DIMENSION));
+
+    fake.set_embedding_behaviour(EmbeddingBehaviour::WrongDimension(384));
+    assert!(matches!(
+        openai.embed_passages(&texts).await,
+        Err(EmbedError::BadResponse(_))
+    ));
+    fake.set_embedding_behaviour(EmbeddingBehaviour::MissingVector);
+    assert!(matches!(
+        openai.embed_passages(&texts).await,
+        Err(EmbedError::BadResponse(_))
+    ));
+    fake.set_embedding_behaviour(EmbeddingBehaviour::MalformedJson);
+    assert!(matches!(
+        openai.embed_query("q").await,
+        Err(EmbedError::Api(_))
+    ));
+    fake.set_embedding_behaviour(EmbeddingBehaviour::Status(500));
+    // async-openai retries 5xx with backoff; the embedder's timeout bounds that.
+    let outcome = openai.embed_query("q").await;
+    assert!(
+        matches!(outcome, Err(EmbedError::Api(_) | EmbedError::Timeout(_))),
+        "{outcome:?}"
+    );
+    fake.set_embedding_behaviour(EmbeddingBehaviour::Hang(Duration::from_secs(5)));
+    assert!(matches!(
+        openai.embed_query("q").await,
+        Err(EmbedError::Timeout(_) | EmbedError::Api(_))
+    ));
+
+    let wrong_key = OpenAiEmbedder::new("sk-wrong", Some(&fake.base_url()), Duration::from_secs(5));
+    fake.set_embedding_behaviour(EmbeddingBehaviour::Normal);
+    assert!(matches!(
+        wrong_key.embed_query("q").await,
+        Err(EmbedError::Api(_))
+    ));
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn without_a_query_vector_the_lexical_branch_still_answers(pool: PgPool) {
+    demo_engine(&pool).await;
+    let fake = FakeOpenAi::start("sk-test").await.unwrap();
+    fake.set_embedding_behaviour(EmbeddingBehaviour::Status(503));
+    let openai = OpenAiEmbedder::new("sk-test", Some(&fake.base_url()), Duration::from_secs(5));
+    let engine = SearchEngine::new(pool.clone(), Arc::new(openai));
+    let results = engine
+        .search("mushi shi", &Filters::default())
+        .await
+        .unwrap();
+    assert!(!results.semantic);
+    assert_eq!(results.hits.first().map(|h| h.anime.id), Some(MUSHISHI));
+    assert!(results.hits.iter().all(|h| h.branch == Branch::Lexical));
+}
