@@ -78,6 +78,10 @@ pub struct IngestArgs {
     /// Keep entries AniList marks as adult (skipped by default).
     #[arg(long)]
     pub include_adult: bool,
+    /// Load only about N anime of the file: every anime the evaluation set names, with their
+    /// franchises, plus a stable sample of other franchises (CI's evaluation catalog).
+    #[arg(long, value_name = "N", requires = "from")]
+    pub subset: Option<usize>,
     /// AniList endpoint (a fake one in tests).
     #[arg(long, env = "ANILIST_URL", default_value = catalog::anilist::DEFAULT_ENDPOINT)]
     pub anilist_url: String,
@@ -105,6 +109,9 @@ pub struct EvalArgs {
     /// Minimum scores (JSON: {"rrf": {"hit_at_5": …, "mrr": …, "recall_at_25": …}, …}).
     #[arg(long, value_name = "FILE")]
     pub floors: Option<std::path::PathBuf>,
+    /// Also fit the local reranker's weights on these cases (with 5-fold cross-validation).
+    #[arg(long)]
+    pub fit: bool,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -242,10 +249,15 @@ async fn ingest(config: &Config, args: IngestArgs) -> Result<()> {
         }
         return Ok(());
     }
-    let media = match &args.from {
+    let mut media = match &args.from {
         Some(path) => catalog::import::read_media_file(path)?,
         None => catalog::import::demo_catalog(),
     };
+    if let Some(target) = args.subset {
+        let keep = crate::search::eval::EvalSet::bundled()?.ids();
+        media = catalog::franchise::subset(&media, &keep, target);
+        println!("subset: {} anime", media.len());
+    }
     let report = catalog::ingest(
         &pool,
         &media,
@@ -286,7 +298,7 @@ async fn eval(config: &Config, args: EvalArgs) -> Result<()> {
     db::migrate(&pool).await?;
     let engine = SearchEngine::new(pool, embedder::from_config(config)?);
     let set = eval::EvalSet::bundled()?;
-    let report = eval::run(&engine, &set).await?;
+    let report = eval::run(&engine, &set, args.fit).await?;
     println!("{report}");
     if let Some(path) = &args.report {
         crate::files::write_atomic(

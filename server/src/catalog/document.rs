@@ -171,6 +171,55 @@ pub fn lexical_fields(media: &Media, premise: Option<&Premise>) -> LexicalFields
     }
 }
 
+/// Dimensions of the theme space: tag and genre names are hashed into it (a million slots for a
+/// few hundred names: collisions are negligible, and no vocabulary table has to stay in step).
+pub const THEME_DIMENSIONS: u32 = 1 << 20;
+/// Tags ranked below this say too little about the anime to define its neighbours.
+const MIN_THEME_RANK: i32 = 20;
+/// Weight of each genre against a tag's rank / 100.
+const GENRE_WEIGHT: f32 = 0.6;
+
+/// The anime's genres and non-spoiler tags as a unit `sparsevec` literal (`{i:w,…}/D`), tags
+/// weighted by AniList's rank; `None` when it has neither. "Similar to" compares these: fans call
+/// two anime similar for their mood and themes more than for their plot.
+pub fn theme_vector(media: &Media) -> Option<String> {
+    let mut weights: std::collections::BTreeMap<u32, f32> = std::collections::BTreeMap::new();
+    let mut add = |name: &str, weight: f32| {
+        let name = name.trim().to_lowercase();
+        if name.is_empty() || weight <= 0.0 {
+            return;
+        }
+        let mut hash: u32 = 0x811c9dc5;
+        for byte in name.bytes() {
+            hash = (hash ^ byte as u32).wrapping_mul(0x01000193);
+        }
+        // sparsevec indices start at 1.
+        let slot = hash % THEME_DIMENSIONS + 1;
+        let entry = weights.entry(slot).or_default();
+        *entry = entry.max(weight);
+    };
+    for genre in &media.genres {
+        add(&format!("genre:{genre}"), GENRE_WEIGHT);
+    }
+    for tag in &media.tags {
+        match tag.rank {
+            Some(rank) if rank >= MIN_THEME_RANK && !tag.is_spoiler() => {
+                add(&format!("tag:{}", tag.name), rank as f32 / 100.0)
+            }
+            _ => {}
+        }
+    }
+    let norm = weights.values().map(|w| w * w).sum::<f32>().sqrt();
+    if norm == 0.0 {
+        return None;
+    }
+    let entries: Vec<String> = weights
+        .iter()
+        .map(|(slot, w)| format!("{slot}:{}", w / norm))
+        .collect();
+    Some(format!("{{{}}}/{THEME_DIMENSIONS}", entries.join(",")))
+}
+
 /// Every distinct title and synonym, lower-cased, in AniList's order.
 pub fn titles(media: &Media) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();

@@ -188,6 +188,53 @@ fn union(parent: &mut [usize], a: usize, b: usize) {
     }
 }
 
+/// A smaller catalog that keeps every anime in `keep` and fills up to about `target` anime with
+/// other whole franchises (and standalone anime), chosen by a hash of their first id so the
+/// choice is stable. Whole franchises keep every document identical to its full-catalog
+/// version (premises come from the franchise), so vectors are shared between the two.
+pub fn subset(catalog: &[Media], keep: &[i32], target: usize) -> Vec<Media> {
+    let mut group_of: HashMap<i32, usize> = HashMap::new();
+    let mut groups: Vec<Vec<i32>> = Vec::new();
+    for franchise in franchises(catalog) {
+        for &member in &franchise.members {
+            group_of.insert(member, groups.len());
+        }
+        groups.push(franchise.members);
+    }
+    for media in catalog {
+        if !group_of.contains_key(&media.id) {
+            group_of.insert(media.id, groups.len());
+            groups.push(vec![media.id]);
+        }
+    }
+    let mut chosen = vec![false; groups.len()];
+    let mut size = 0;
+    for id in keep {
+        if let Some(&g) = group_of.get(id).filter(|&&g| !chosen[g]) {
+            chosen[g] = true;
+            size += groups[g].len();
+        }
+    }
+    let mut order: Vec<usize> = (0..groups.len()).filter(|&g| !chosen[g]).collect();
+    let rank = |g: usize| {
+        let first = groups[g].iter().min().copied().unwrap_or_default();
+        Sha256::digest(first.to_le_bytes())
+    };
+    order.sort_by_cached_key(|&g| rank(g));
+    for g in order {
+        if size >= target {
+            break;
+        }
+        chosen[g] = true;
+        size += groups[g].len();
+    }
+    catalog
+        .iter()
+        .filter(|m| chosen[group_of[&m.id]])
+        .cloned()
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,5 +354,33 @@ mod tests {
         assert_eq!(before, hash(&catalog));
         catalog[2].description = Some("The second season, retold.".into());
         assert_ne!(before, hash(&catalog));
+    }
+
+    #[test]
+    fn a_subset_keeps_whole_franchises_and_is_stable() {
+        let demo = crate::catalog::import::demo_catalog();
+        let small = subset(&demo, &[457], 100);
+        let again = subset(&demo, &[457], 100);
+        let ids = |c: &[Media]| c.iter().map(|m| m.id).collect::<Vec<_>>();
+        assert_eq!(ids(&small), ids(&again));
+        assert!(
+            small.len() >= 100 && small.len() < demo.len(),
+            "{}",
+            small.len()
+        );
+        assert!(small.iter().any(|m| m.id == 457));
+        // Every franchise the subset touches is there whole, with the same root.
+        let full = franchises(&demo);
+        for part in franchises(&small) {
+            let whole = full.iter().find(|f| f.root_id == part.root_id).unwrap();
+            assert_eq!(part.members, whole.members);
+        }
+        let mushishi = full.iter().find(|f| f.members.contains(&457)).unwrap();
+        assert!(
+            mushishi
+                .members
+                .iter()
+                .all(|id| small.iter().any(|m| m.id == *id))
+        );
     }
 }

@@ -324,7 +324,13 @@ pub async fn rebuild_documents(
         let body = document::build_document(media, premise);
         let hash = document::content_hash(model, &body);
         let lexical = document::lexical_fields(media, premise);
-        let lexical_hash = lexical.hash();
+        let themes = document::theme_vector(media);
+        // One hash over everything indexed beside the body: lexical fields and theme vector.
+        let lexical_hash = document::hex(&Sha256::digest(format!(
+            "{}\n{}",
+            lexical.hash(),
+            themes.as_deref().unwrap_or_default()
+        )));
         if existing.get(&media.id).is_some_and(|(stored, m, lex)| {
             *stored == hash && m == model && lex.as_deref() == Some(lexical_hash.as_str())
         }) {
@@ -332,15 +338,17 @@ pub async fn rebuild_documents(
             continue;
         }
         sqlx::query(
-            "INSERT INTO documents (anime_id, body, model, content_hash, lexical, lexical_hash)
+            "INSERT INTO documents (anime_id, body, model, content_hash, lexical, lexical_hash,
+                                    themes)
              VALUES ($1, $2, $3, $4,
                  setweight(to_tsvector('english', $5), 'A')
                  || setweight(to_tsvector('english', $6), 'B')
                  || setweight(to_tsvector('english', $7), 'C'),
-                 $8)
+                 $8, $9::sparsevec)
              ON CONFLICT (anime_id) DO UPDATE SET body = EXCLUDED.body, model = EXCLUDED.model,
                  content_hash = EXCLUDED.content_hash, lexical = EXCLUDED.lexical,
-                 lexical_hash = EXCLUDED.lexical_hash, built_at = now()",
+                 lexical_hash = EXCLUDED.lexical_hash, themes = EXCLUDED.themes,
+                 built_at = now()",
         )
         .bind(media.id)
         .bind(&body)
@@ -350,6 +358,7 @@ pub async fn rebuild_documents(
         .bind(&lexical.topics)
         .bind(&lexical.text)
         .bind(&lexical_hash)
+        .bind(&themes)
         .execute(&mut *tx)
         .await?;
         sqlx::query("DELETE FROM anime_titles WHERE anime_id = $1")
@@ -365,6 +374,18 @@ pub async fn rebuild_documents(
         .execute(&mut *tx)
         .await?;
         counts.documents_written += 1;
+    }
+    if counts.documents_written > 0 {
+        // Document frequencies for the lexical branch's choice of query words.
+        sqlx::query("DELETE FROM lexeme_stats")
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO lexeme_stats (lexeme, documents)
+             SELECT word, ndoc FROM ts_stat('SELECT lexical FROM documents')",
+        )
+        .execute(&mut *tx)
+        .await?;
     }
     tx.commit().await?;
     Ok(counts)

@@ -6,7 +6,8 @@
 //! - `vector`: the vector branch alone;
 //! - `rrf`: both fused by reciprocal rank fusion (what search serves);
 //! - `seed-001`: the seed system's method, the lexical top 50 re-scored 50/50 by lexical score
-//!   (divided by the best) and cosine similarity.
+//!   (divided by the best) and cosine similarity;
+//! - `rrf+local`: the fused top 50 reordered by the local reranker (what search serves).
 //!
 //! Metrics per method: hit@5 (an expected anime in the top 5), MRR (1 / rank of the first
 //! expected anime, 0 when absent) and recall@25 (share of the expected anime in the top 25).
@@ -16,13 +17,18 @@ use std::collections::BTreeMap;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::{SearchEngine, vector};
+use super::{
+    SearchEngine,
+    lexical::LexicalHit,
+    rerank::{self, Candidate, LocalReranker, Weights},
+    vector,
+};
 use app::search::Filters;
 
 /// The evaluation set kept in the repository.
 pub const CASES: &str = include_str!("../../data/eval_cases.json");
 
-pub const METHODS: [&str; 4] = ["lexical", "vector", "rrf", "seed-001"];
+pub const METHODS: [&str; 5] = ["lexical", "vector", "rrf", "seed-001", "rrf+local"];
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct EvalSet {
@@ -120,6 +126,13 @@ pub struct CaseResult {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FitReport {
+    pub weights: Weights,
+    pub fitted_mrr: f64,
+    pub cross_validated_mrr: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     pub embedding_model: String,
     pub catalog_size: i64,
@@ -129,6 +142,9 @@ pub struct Report {
     pub methods: Vec<MethodReport>,
     /// Similar-to cases (franchise excluded), scored like the text cases.
     pub similar: Metrics,
+    /// With `--fit`: the local reranker's weights fitted on every text case, and the MRR of
+    /// 5-fold cross-validation (weights fitted on four fifths, scored on the fifth left out).
+    pub fit: Option<FitReport>,
     pub cases: Vec<CaseResult>,
 }
 
@@ -140,7 +156,9 @@ impl Report {
 
 /// Runs every case; cases whose expected anime are all missing from the catalog are skipped
 /// and listed (so a partial catalog is visible in the report, not silently easier).
-pub async fn run(engine: &SearchEngine, set: &EvalSet) -> Result<Report> {
+pub async fn run(engine: &SearchEngine, set: &EvalSet, fit: bool) -> Result<Report> {
+    let reranker = LocalReranker::default();
+    let mut fit_cases: Vec<(Vec<Candidate>, Vec<i32>)> = Vec::new();
     let pool = engine.pool();
     let catalog_size: i64 = sqlx::query_scalar("SELECT count(*) FROM anime")
         .fetch_one(pool)
@@ -171,7 +189,7 @@ pub async fn run(engine: &SearchEngine, set: &EvalSet) -> Result<Report> {
             let ranking: Vec<i32> = vector::similar(pool, &model, source, true, 25)
                 .await?
                 .into_iter()
-                .map(|(id, _)| id)
+                .map(|hit| hit.anime_id)
                 .collect();
             similar.add(&ranking, &expected);
             first_rank.insert(
@@ -193,14 +211,30 @@ pub async fn run(engine: &SearchEngine, set: &EvalSet) -> Result<Report> {
             .with_context(|| format!("case {} has neither query nor source", case.id))?;
         text_cases += 1;
         let retrieval = engine.retrieve(query, &Filters::default()).await?;
-        let lexical: Vec<i32> = retrieval.lexical.iter().map(|&(id, _)| id).collect();
+        let lexical: Vec<i32> = retrieval.lexical.iter().map(|hit| hit.anime_id).collect();
         let vector_ids: Vec<i32> = retrieval.vector.iter().map(|&(id, _)| id).collect();
         let fused: Vec<i32> = retrieval.fused.iter().map(|f| f.anime_id).collect();
         let seed = match &retrieval.query_vector {
             Some(v) => seed_001(engine, &model, v, &retrieval.lexical).await?,
             None => lexical.clone(),
         };
-        for (method, ranking) in METHODS.iter().zip([&lexical, &vector_ids, &fused, &seed]) {
+        let candidates = rerank::candidates(
+            pool,
+            &model,
+            retrieval.query_vector.as_deref(),
+            &retrieval.fused,
+            &retrieval.lexical,
+            &retrieval.vector,
+        )
+        .await?;
+        let mut reranked = reranker.rerank(&candidates);
+        reranked.extend(fused.iter().skip(candidates.len()));
+        fit_cases.push((candidates, expected.clone()));
+        for (method, ranking) in
+            METHODS
+                .iter()
+                .zip([&lexical, &vector_ids, &fused, &seed, &reranked])
+        {
             let entry = sums.entry(method).or_default();
             entry.0.add(ranking, &expected);
             if case.lang == "es" {
@@ -242,7 +276,16 @@ pub async fn run(engine: &SearchEngine, set: &EvalSet) -> Result<Report> {
             })
         })
         .collect();
+    let fit = fit.then(|| {
+        let (weights, fitted_mrr) = rerank::fit(&fit_cases);
+        FitReport {
+            weights,
+            fitted_mrr,
+            cross_validated_mrr: cross_validate(&fit_cases, 5),
+        }
+    });
     Ok(Report {
+        fit,
         embedding_model: model,
         catalog_size,
         text_cases,
@@ -253,29 +296,53 @@ pub async fn run(engine: &SearchEngine, set: &EvalSet) -> Result<Report> {
     })
 }
 
+/// Mean over `folds` of the MRR on each fold's cases with weights fitted on the other folds.
+fn cross_validate(cases: &[(Vec<Candidate>, Vec<i32>)], folds: usize) -> f64 {
+    let mut total = 0.0;
+    for fold in 0..folds {
+        let train: Vec<_> = cases
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % folds != fold)
+            .map(|(_, c)| c.clone())
+            .collect();
+        let (weights, _) = rerank::fit(&train);
+        let reranker = LocalReranker { weights };
+        for (i, (candidates, expected)) in cases.iter().enumerate() {
+            if i % folds == fold {
+                let order = reranker.rerank(candidates);
+                if let Some(rank) = order.iter().position(|id| expected.contains(id)) {
+                    total += 1.0 / (rank + 1) as f64;
+                }
+            }
+        }
+    }
+    total / cases.len().max(1) as f64
+}
+
 /// The seed system's ranking: lexical top 50, each scored 0.5 × (lexical score / best lexical
 /// score) + 0.5 × cosine similarity to the query.
 async fn seed_001(
     engine: &SearchEngine,
     model: &str,
     query_vector: &[f32],
-    lexical: &[(i32, f32)],
+    lexical: &[LexicalHit],
 ) -> Result<Vec<i32>> {
-    let ids: Vec<i32> = lexical.iter().map(|&(id, _)| id).collect();
+    let ids: Vec<i32> = lexical.iter().map(|hit| hit.anime_id).collect();
     let distances: BTreeMap<i32, f64> = vector::distances(engine.pool(), model, query_vector, &ids)
         .await?
         .into_iter()
         .collect();
     let best = lexical
         .iter()
-        .map(|&(_, s)| s as f64)
+        .map(|hit| hit.score as f64)
         .fold(0.0, f64::max)
         .max(f64::EPSILON);
     let mut scored: Vec<(i32, f64)> = lexical
         .iter()
-        .map(|&(id, score)| {
-            let cosine = distances.get(&id).map_or(0.0, |d| 1.0 - d);
-            (id, 0.5 * score as f64 / best + 0.5 * cosine)
+        .map(|hit| {
+            let cosine = distances.get(&hit.anime_id).map_or(0.0, |d| 1.0 - d);
+            (hit.anime_id, 0.5 * hit.score as f64 / best + 0.5 * cosine)
         })
         .collect();
     scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
@@ -321,6 +388,13 @@ impl std::fmt::Display for Report {
             "| similar-to (franchise excluded) | {:.2} | {:.2} | {:.2} | | | |",
             self.similar.hit_at_5, self.similar.mrr, self.similar.recall_at_25
         )?;
+        if let Some(fit) = &self.fit {
+            writeln!(
+                f,
+                "\nlocal reranker fitted on these cases: {:?}\n  MRR fitted {:.3}, 5-fold cross-validated {:.3}",
+                fit.weights, fit.fitted_mrr, fit.cross_validated_mrr
+            )?;
+        }
         if let Some(rrf) = self.method("rrf") {
             writeln!(f, "\nrrf by kind:")?;
             for (kind, m) in &rrf.by_kind {

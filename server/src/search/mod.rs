@@ -5,7 +5,8 @@
 //!    followed by the vector branch ([`vector`]), both filtered ([`filters`]), top 50 each;
 //! 3. reciprocal rank fusion ([`fusion`], k = 60), each result labelled with its branch.
 //!
-//! [`SearchEngine::search`] adds what a page shows; "similar to" reads an anime's stored vector
+//! [`SearchEngine::search`] then reorders the fused top 50 with the local reranker
+//! ([`rerank`]) and adds what a page shows; "similar to" reads an anime's stored vector
 //! ([`vector::similar`]). Every stage is timed under the names `bench` and `eval` print.
 
 pub mod bench;
@@ -15,6 +16,7 @@ pub mod eval;
 pub mod filters;
 pub mod fusion;
 pub mod lexical;
+pub mod rerank;
 pub mod vector;
 pub mod vectors;
 
@@ -60,14 +62,15 @@ pub struct StageTimes {
     pub lexical: Duration,
     pub vector: Duration,
     pub fuse: Duration,
+    pub rerank: Duration,
     pub total: Duration,
 }
 
 /// Both branches' ranked lists and their fusion: what evaluation compares.
 #[derive(Debug, Clone)]
 pub struct Retrieval {
-    /// Anime id and lexical score, best first.
-    pub lexical: Vec<(i32, f32)>,
+    /// Lexical matches, best first.
+    pub lexical: Vec<lexical::LexicalHit>,
     /// Anime id and cosine distance, nearest first; empty when the query had no vector.
     pub vector: Vec<(i32, f64)>,
     pub fused: Vec<Fused>,
@@ -80,6 +83,7 @@ pub struct Retrieval {
 pub struct SearchEngine {
     pool: PgPool,
     embedder: Arc<dyn Embedder>,
+    reranker: rerank::LocalReranker,
 }
 
 /// The query as the pipeline reads it: control characters removed, spaces collapsed, bounded.
@@ -103,7 +107,11 @@ pub fn clean_query(raw: &str) -> Result<String, SearchError> {
 
 impl SearchEngine {
     pub fn new(pool: PgPool, embedder: Arc<dyn Embedder>) -> Self {
-        Self { pool, embedder }
+        Self {
+            pool,
+            embedder,
+            reranker: rerank::LocalReranker::default(),
+        }
     }
 
     pub fn pool(&self) -> &PgPool {
@@ -158,7 +166,7 @@ impl SearchEngine {
         let (vector, query_vector) = semantic?;
 
         let began = Instant::now();
-        let lexical_ids: Vec<i32> = lexical.iter().map(|&(id, _)| id).collect();
+        let lexical_ids: Vec<i32> = lexical.iter().map(|hit| hit.anime_id).collect();
         let vector_ids: Vec<i32> = vector.iter().map(|&(id, _)| id).collect();
         let fused = fusion::rrf(&lexical_ids, &vector_ids, fusion::K);
         let fuse_time = began.elapsed();
@@ -172,6 +180,7 @@ impl SearchEngine {
                 lexical: lexical_time,
                 vector: vector_time,
                 fuse: fuse_time,
+                rerank: Duration::ZERO,
                 total: started.elapsed(),
             },
         })
@@ -190,7 +199,26 @@ impl SearchEngine {
     ) -> Result<(SearchResults, StageTimes), SearchError> {
         let started = Instant::now();
         let retrieval = self.retrieve(raw, filters).await?;
-        let top: Vec<&Fused> = retrieval.fused.iter().take(PAGE_SIZE).collect();
+        let began = Instant::now();
+        let candidates = rerank::candidates(
+            &self.pool,
+            self.embedder.model(),
+            retrieval.query_vector.as_deref(),
+            &retrieval.fused,
+            &retrieval.lexical,
+            &retrieval.vector,
+        )
+        .instrument(tracing::info_span!("rerank"))
+        .await?;
+        let order = self.reranker.rerank(&candidates);
+        let rerank_time = began.elapsed();
+        let by_id: HashMap<i32, &Fused> = retrieval.fused.iter().map(|f| (f.anime_id, f)).collect();
+        let top: Vec<&Fused> = order
+            .iter()
+            .filter_map(|id| by_id.get(id).copied())
+            .chain(retrieval.fused.iter().skip(candidates.len()))
+            .take(PAGE_SIZE)
+            .collect();
         let ids: Vec<i32> = top.iter().map(|f| f.anime_id).collect();
         let cards = self.cards(&ids).await?;
         let hits = top
@@ -206,6 +234,7 @@ impl SearchEngine {
             })
             .collect();
         let mut times = retrieval.times;
+        times.rerank = rerank_time;
         times.total = started.elapsed();
         let results = SearchResults {
             query: clean_query(raw)?,
@@ -231,7 +260,7 @@ impl SearchEngine {
             limit,
         )
         .await?;
-        let ids: Vec<i32> = nearest.iter().map(|&(id, _)| id).collect();
+        let ids: Vec<i32> = nearest.iter().map(|hit| hit.anime_id).collect();
         let mut cards = self.cards(&ids).await?;
         Ok(ids.iter().filter_map(|id| cards.remove(id)).collect())
     }

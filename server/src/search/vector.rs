@@ -77,48 +77,128 @@ pub async fn search(
     Ok(rows)
 }
 
-/// The SQL of [`similar`]: the source's stored vector is read once in a MATERIALIZED CTE, so the
-/// outer ORDER BY compares against a constant and the planner can walk the HNSW index.
+/// Candidates each index contributes to "similar to" before scoring (also its `ef_search`:
+/// 100 took twice as long, 9 ms, for no better evaluation score).
+const SIMILAR_POOL: usize = 40;
+const SIMILAR_SETTINGS: &str = "SELECT set_config('hnsw.ef_search', '40', true),
+    set_config('hnsw.iterative_scan', 'relaxed_order', true)";
+/// Weights of "similar to": theme cosine (genres and ranked tags), document cosine, and a
+/// popularity prior (log10 of AniList members over 6). Themes carry most of it: document vectors
+/// alone put Code Geass 3,087th from Death Note.
+const THEME_WEIGHT: f64 = 1.0;
+const TEXT_WEIGHT: f64 = 0.5;
+const POPULARITY_WEIGHT: f64 = 0.3;
+
+/// One "similar to" result and its evidence.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SimilarHit {
+    pub anime_id: i32,
+    /// What results are ordered by (higher is more similar).
+    pub score: f64,
+    pub text_cosine: f64,
+    pub theme_cosine: f64,
+}
+
+/// The SQL of [`similar`]: the source's stored vectors are read once in a MATERIALIZED CTE, so
+/// each candidate CTE orders by distance to a constant and the planner walks the HNSW indexes
+/// (document vectors and theme vectors), `$3` candidates each.
 pub fn similar_sql(model: &str) -> Result<String, VectorError> {
     let (name, dimension) = index_terms(model)?;
     Ok(format!(
         "WITH source AS MATERIALIZED (
-             SELECT e.embedding::vector({dimension}) AS v, a.franchise_root_id AS franchise
+             SELECT e.embedding::vector({dimension}) AS v, d.themes AS t,
+                    a.franchise_root_id AS franchise
              FROM embeddings e JOIN anime a ON a.id = e.anime_id
+             JOIN documents d ON d.anime_id = e.anime_id
              WHERE e.anime_id = $1 AND e.model = '{name}'
          ),
-         nearest AS MATERIALIZED (
-             SELECT e.anime_id, e.embedding::vector({dimension}) <=> (SELECT v FROM source) AS distance
+         by_text AS MATERIALIZED (
+             SELECT e.anime_id, e.embedding::vector({dimension}) <=> (SELECT v FROM source) AS d
              FROM embeddings e JOIN anime a ON a.id = e.anime_id
              WHERE e.model = '{name}' AND e.anime_id <> $1 AND EXISTS (SELECT 1 FROM source)
                AND NOT ($2 AND a.franchise_root_id IS NOT DISTINCT FROM (SELECT franchise FROM source)
                         AND a.franchise_root_id IS NOT NULL)
              ORDER BY e.embedding::vector({dimension}) <=> (SELECT v FROM source)
              LIMIT $3
+         ),
+         by_theme AS MATERIALIZED (
+             SELECT d.anime_id, d.themes <=> (SELECT t FROM source) AS d
+             FROM documents d JOIN anime a ON a.id = d.anime_id
+             WHERE d.anime_id <> $1 AND (SELECT t FROM source) IS NOT NULL
+               AND NOT ($2 AND a.franchise_root_id IS NOT DISTINCT FROM (SELECT franchise FROM source)
+                        AND a.franchise_root_id IS NOT NULL)
+             ORDER BY d.themes <=> (SELECT t FROM source)
+             LIMIT $3
          )
-         SELECT anime_id, distance FROM nearest ORDER BY distance, anime_id"
+         -- Each candidate's other distance is read only when its other index did not return it.
+         SELECT c.anime_id,
+                1 - coalesce(x.d, (SELECT e.embedding::vector({dimension}) <=> (SELECT v FROM source)
+                                   FROM embeddings e
+                                   WHERE e.anime_id = c.anime_id AND e.model = '{name}')) AS text_cosine,
+                1 - coalesce(y.d, (SELECT d.themes <=> (SELECT t FROM source) FROM documents d
+                                   WHERE d.anime_id = c.anime_id), 1) AS theme_cosine,
+                coalesce(a.popularity, 0) AS popularity,
+                a.franchise_root_id
+         FROM (SELECT anime_id FROM by_text UNION SELECT anime_id FROM by_theme) c
+         LEFT JOIN by_text x ON x.anime_id = c.anime_id
+         LEFT JOIN by_theme y ON y.anime_id = c.anime_id
+         JOIN anime a ON a.id = c.anime_id"
     ))
 }
 
-/// The `limit` anime nearest to anime `id` (itself excluded; with `exclude_franchise`, its
-/// franchise too). Empty when `id` has no vector for `model`.
+/// The `limit` anime most similar to anime `id` (itself excluded; with `exclude_franchise`, its
+/// franchise too), best first, at most one per other franchise. Empty when `id` has no vector
+/// for `model`.
 pub async fn similar(
     pool: &PgPool,
     model: &str,
     id: i32,
     exclude_franchise: bool,
     limit: usize,
-) -> Result<Vec<(i32, f64)>, VectorError> {
+) -> Result<Vec<SimilarHit>, VectorError> {
     let mut tx = pool.begin().await?;
-    sqlx::query(INDEX_SETTINGS).execute(&mut *tx).await?;
-    let rows = sqlx::query_as::<_, (i32, f64)>(&similar_sql(model)?)
+    sqlx::query(SIMILAR_SETTINGS).execute(&mut *tx).await?;
+    let rows = sqlx::query_as::<_, (i32, f64, f64, i32, Option<i32>)>(&similar_sql(model)?)
         .bind(id)
         .bind(exclude_franchise)
-        .bind(limit as i64)
+        .bind(SIMILAR_POOL as i64)
         .fetch_all(&mut *tx)
         .await?;
     tx.commit().await?;
-    Ok(rows)
+    let mut scored: Vec<(SimilarHit, Option<i32>)> = rows
+        .into_iter()
+        .map(
+            |(anime_id, text_cosine, theme_cosine, popularity, franchise)| {
+                let prior = (1.0 + popularity.max(0) as f64).log10() / 6.0;
+                let score = THEME_WEIGHT * theme_cosine
+                    + TEXT_WEIGHT * text_cosine
+                    + POPULARITY_WEIGHT * prior;
+                (
+                    SimilarHit {
+                        anime_id,
+                        score,
+                        text_cosine,
+                        theme_cosine,
+                    },
+                    franchise,
+                )
+            },
+        )
+        .collect();
+    scored.sort_by(|a, b| {
+        b.0.score
+            .total_cmp(&a.0.score)
+            .then(a.0.anime_id.cmp(&b.0.anime_id))
+    });
+    // A list of five seasons of one other show is not five recommendations: keep the best entry
+    // of each franchise.
+    let mut seen = std::collections::HashSet::new();
+    Ok(scored
+        .into_iter()
+        .filter(|(_, franchise)| franchise.is_none_or(|root| seen.insert(root)))
+        .map(|(hit, _)| hit)
+        .take(limit)
+        .collect())
 }
 
 /// Cosine distance from `vector` to each of `ids` that has a vector (for re-scoring a candidate
