@@ -9,7 +9,7 @@ use leptos_router::{
 
 use crate::{
     api::{load_anime, search},
-    search::{AnimeCard, AnimeDetails, Branch, Filters, MAX_QUERY_CHARS, SearchResults},
+    search::{AnimeCard, AnimeDetails, Branch, Filters, MAX_QUERY_CHARS, Ranking, SearchResults},
 };
 
 /// Example descriptions a visitor can try with one click.
@@ -232,6 +232,14 @@ fn Results(results: SearchResults) -> impl IntoView {
                     view! {
                         <p class="notice" role="status">
                             "Results without semantic ranking: only word matches were used this time."
+                        </p>
+                    }
+                })}
+            {(results.ranking == Ranking::Fallback)
+                .then(|| {
+                    view! {
+                        <p class="notice" role="status">
+                            "Results in their first-pass order: the final ranking step did not answer in time."
                         </p>
                     }
                 })}

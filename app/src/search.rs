@@ -68,12 +68,28 @@ pub struct SearchHit {
     pub vector_rank: Option<usize>,
 }
 
+/// How the final order was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Ranking {
+    /// The rerank stage ordered the fused candidates.
+    Reranked,
+    /// The fused order was clear enough that the rerank stage was skipped.
+    Confident,
+    /// The rerank stage failed or ran out of time: the fused order is shown.
+    Fallback,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SearchResults {
     pub query: String,
     pub hits: Vec<SearchHit>,
     /// False when the query could not be embedded and only the lexical branch ran.
     pub semantic: bool,
+    pub ranking: Ranking,
+    /// Which reranker ran or was meant to ("local", "openai:gpt-5.4-mini").
+    pub reranker: String,
+    /// Served from the results cache.
+    pub cached: bool,
     pub took_ms: f64,
 }
 

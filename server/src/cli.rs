@@ -112,6 +112,10 @@ pub struct EvalArgs {
     /// Also fit the local reranker's weights on these cases (with 5-fold cross-validation).
     #[arg(long)]
     pub fit: bool,
+    /// Also score the LLM reranker: the configured OpenAI model with OPENAI_API_KEY, else the
+    /// fake OpenAI server started in-process (measures the plumbing, not a model).
+    #[arg(long)]
+    pub llm_rerank: bool,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -298,7 +302,29 @@ async fn eval(config: &Config, args: EvalArgs) -> Result<()> {
     db::migrate(&pool).await?;
     let engine = SearchEngine::new(pool, embedder::from_config(config)?);
     let set = eval::EvalSet::bundled()?;
-    let report = eval::run(&engine, &set, args.fit).await?;
+    let mut fake = None;
+    let llm: Option<Box<dyn crate::search::rerank::Reranker>> = if !args.llm_rerank {
+        None
+    } else if config.openai_key().is_some() {
+        Some(Box::new(crate::search::rerank::LlmReranker::new(
+            config.openai_key().unwrap_or_default(),
+            config.openai_base_url.as_deref(),
+            &config.rerank_model,
+            std::time::Duration::from_millis(config.rerank_timeout_ms),
+        )))
+    } else {
+        let server = crate::fakes::openai::FakeOpenAi::start("sk-eval").await?;
+        let reranker = crate::search::rerank::LlmReranker::new(
+            "sk-eval",
+            Some(&server.base_url()),
+            &config.rerank_model,
+            std::time::Duration::from_millis(config.rerank_timeout_ms),
+        );
+        fake = Some(server);
+        Some(Box::new(reranker))
+    };
+    let report = eval::run(&engine, &set, args.fit, llm.as_deref()).await?;
+    drop(fake);
     println!("{report}");
     if let Some(path) = &args.report {
         crate::files::write_atomic(
@@ -365,7 +391,22 @@ async fn serve(config: Config) -> Result<()> {
     if report.missing > 0 {
         tracing::info!(%report, "document vectors brought up to date");
     }
-    let engine = crate::search::SearchEngine::new(pool.clone(), embedder);
+    let engine = crate::search::SearchEngine::new(pool.clone(), embedder)
+        .with_reranker(crate::search::rerank::from_config(&config))
+        .with_budgets(crate::search::Budgets::from_config(&config));
+    // Expired cache rows are ignored when read; this deletes them now and then.
+    let sweeper = pool.clone();
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(std::time::Duration::from_secs(600));
+        loop {
+            every.tick().await;
+            match crate::search::cache::sweep(&sweeper).await {
+                Ok(0) => {}
+                Ok(rows) => tracing::info!(rows, "expired cache rows deleted"),
+                Err(error) => tracing::warn!(%error, "cache sweep failed"),
+            }
+        }
+    });
     let state = http::AppState::new(pool, engine, &config.site_root);
     if !config
         .site_root

@@ -70,6 +70,34 @@ pub struct Config {
     )]
     pub premise_model: String,
 
+    /// Chat model that reranks search results when OPENAI_API_KEY is set (without a key the
+    /// local reranker runs).
+    #[arg(
+        long,
+        env = "ZENBU_RERANK_MODEL",
+        default_value = "gpt-5.4-mini",
+        global = true
+    )]
+    pub rerank_model: String,
+
+    /// Milliseconds the query embedding may take before search goes on with words only.
+    #[arg(
+        long,
+        env = "ZENBU_EMBED_TIMEOUT_MS",
+        default_value_t = 2_000,
+        global = true
+    )]
+    pub embed_timeout_ms: u64,
+
+    /// Milliseconds the rerank stage may take before the fused order is served.
+    #[arg(
+        long,
+        env = "ZENBU_RERANK_TIMEOUT_MS",
+        default_value_t = 4_000,
+        global = true
+    )]
+    pub rerank_timeout_ms: u64,
+
     #[command(flatten)]
     pub embedded: EmbeddedConfig,
 }
@@ -150,4 +178,46 @@ pub fn default_cache_dir() -> PathBuf {
         .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache")))
         .unwrap_or_else(std::env::temp_dir);
     base.join("zenbu")
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Probe {
+        #[command(flatten)]
+        config: Config,
+    }
+
+    fn config(args: &[&str]) -> Config {
+        let mut argv = vec!["probe"];
+        argv.extend(args);
+        Probe::try_parse_from(argv).unwrap().config
+    }
+
+    #[test]
+    fn without_a_key_every_model_is_local() {
+        let local = config(&["--openai-api-key", " "]);
+        assert_eq!(local.openai_key(), None, "a blank key is no key");
+        assert_eq!(local.embedding_model(), "multilingual-e5-small");
+        assert_eq!(crate::search::rerank::from_config(&local).name(), "local");
+
+        let keyed = config(&["--openai-api-key", "sk-x", "--rerank-model", "gpt-5.4-mini"]);
+        assert_eq!(keyed.embedding_model(), "text-embedding-3-small");
+        assert_eq!(
+            crate::search::rerank::from_config(&keyed).name(),
+            "openai:gpt-5.4-mini"
+        );
+        // A key does not override an explicit choice of the local embedder.
+        let chosen = config(&[
+            "--openai-api-key",
+            "sk-x",
+            "--embedding-model",
+            "multilingual-e5-small",
+        ]);
+        assert_eq!(chosen.embedding_model(), "multilingual-e5-small");
+    }
 }

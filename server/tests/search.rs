@@ -6,14 +6,16 @@ mod common;
 
 use std::{sync::Arc, time::Duration};
 
-use app::search::{Branch, Filters};
+use app::search::{Branch, Filters, Ranking};
 use server::{
     catalog,
-    fakes::openai::{EMBEDDING_DIMENSION, EmbeddingBehaviour, FakeOpenAi},
+    fakes::openai::{ChatBehaviour, EMBEDDING_DIMENSION, EmbeddingBehaviour, FakeOpenAi},
     search::{
-        SearchEngine, SearchError,
+        Budgets, CONFIDENT_MARGIN, SearchEngine, SearchError, cache,
         embedder::{EmbedError, Embedder, OpenAiEmbedder},
+        fused_margin,
         lexical::LexicalHit,
+        rerank::LlmReranker,
         vector,
         vectors::embed_missing,
     },
@@ -445,4 +447,293 @@ async fn without_a_query_vector_the_lexical_branch_still_answers(pool: PgPool) {
     assert!(!results.semantic);
     assert_eq!(results.hits.first().map(|h| h.anime.id), Some(MUSHISHI));
     assert!(results.hits.iter().all(|h| h.branch == Branch::Lexical));
+}
+
+/// `engine` with an LLM reranker against the fake OpenAI server, behaving as told.
+async fn with_llm(engine: SearchEngine, behaviour: ChatBehaviour) -> (SearchEngine, FakeOpenAi) {
+    let fake = FakeOpenAi::start("sk-test").await.unwrap();
+    fake.set_behaviour(behaviour);
+    let llm = LlmReranker::new(
+        "sk-test",
+        Some(&fake.base_url()),
+        "gpt-5.4-mini",
+        Duration::from_secs(10),
+    );
+    let engine = engine.with_reranker(Arc::new(llm)).with_budgets(Budgets {
+        embed: Duration::from_secs(10),
+        rerank: Duration::from_millis(700),
+    });
+    (engine, fake)
+}
+
+/// Descriptions to try; tests pick one whose fused order is (or is not) confident.
+const QUERIES: [&str; 8] = [
+    "a quiet story about people in the countryside",
+    "piratas buscando un tesoro legendario",
+    "a boy who can see ghosts joins a club at school",
+    "robots gigantes y pilotos adolescentes",
+    "Spirited Away",
+    "death note",
+    "chicas en una banda de rock",
+    "un detective que es un niño",
+];
+
+async fn query_where(engine: &SearchEngine, confident: bool) -> &'static str {
+    for query in QUERIES {
+        let retrieval = engine.retrieve(query, &Filters::default()).await.unwrap();
+        if (fused_margin(&retrieval.fused) >= CONFIDENT_MARGIN) == confident {
+            return query;
+        }
+    }
+    panic!("no query with confident = {confident}");
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn the_llm_reranker_sends_a_schema_and_low_effort_and_its_order_is_served(pool: PgPool) {
+    let (engine, fake) = with_llm(demo_engine(&pool).await, ChatBehaviour::Normal).await;
+    let query = query_where(&engine, false).await;
+    let retrieval = engine.retrieve(query, &Filters::default()).await.unwrap();
+    let results = engine.search(query, &Filters::default()).await.unwrap();
+    assert_eq!(results.ranking, Ranking::Reranked);
+    assert_eq!(results.reranker, "openai:gpt-5.4-mini");
+    let request = fake.requests().pop().expect("one chat request").body;
+    assert_eq!(request["reasoning_effort"], "low");
+    assert!(request.get("temperature").is_none());
+    assert_eq!(request["response_format"]["type"], "json_schema");
+    assert_eq!(request["response_format"]["json_schema"]["strict"], true);
+    // The fake ranks by shared words; the page follows its order, not the fused one.
+    let fused: Vec<i32> = retrieval
+        .fused
+        .iter()
+        .take(20)
+        .map(|f| f.anime_id)
+        .collect();
+    let served: Vec<i32> = results.hits.iter().map(|h| h.anime.id).collect();
+    assert_ne!(served, fused);
+    let mut sorted_served = served.clone();
+    sorted_served.sort();
+    assert_eq!(sorted_served.len(), 20);
+    sorted_served.dedup();
+    assert_eq!(sorted_served.len(), 20, "no result twice");
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_failing_slow_or_garbled_reranker_falls_back_to_the_fused_order(pool: PgPool) {
+    let engine = demo_engine(&pool).await;
+    let query = query_where(&engine, false).await;
+    let retrieval = engine.retrieve(query, &Filters::default()).await.unwrap();
+    let fused: Vec<i32> = retrieval
+        .fused
+        .iter()
+        .take(20)
+        .map(|f| f.anime_id)
+        .collect();
+    for behaviour in [
+        ChatBehaviour::Status(500),
+        ChatBehaviour::Hang(Duration::from_secs(5)),
+        ChatBehaviour::MalformedJson,
+        ChatBehaviour::NotJson,
+    ] {
+        let (engine, _fake) = with_llm(engine.clone(), behaviour.clone()).await;
+        let began = std::time::Instant::now();
+        let results = engine.search(query, &Filters::default()).await.unwrap();
+        assert_eq!(results.ranking, Ranking::Fallback, "{behaviour:?}");
+        let served: Vec<i32> = results.hits.iter().map(|h| h.anime.id).collect();
+        assert_eq!(served, fused, "{behaviour:?}");
+        assert!(
+            began.elapsed() < Duration::from_secs(4),
+            "{behaviour:?}: {:?}",
+            began.elapsed()
+        );
+    }
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn wrong_ids_from_the_llm_are_dropped_and_missing_ones_appended(pool: PgPool) {
+    let (engine, _fake) = with_llm(demo_engine(&pool).await, ChatBehaviour::WrongIds).await;
+    let query = query_where(&engine, false).await;
+    let retrieval = engine.retrieve(query, &Filters::default()).await.unwrap();
+    let results = engine.search(query, &Filters::default()).await.unwrap();
+    assert_eq!(results.ranking, Ranking::Reranked);
+    let served: Vec<i32> = results.hits.iter().map(|h| h.anime.id).collect();
+    let candidates: Vec<i32> = retrieval.fused.iter().map(|f| f.anime_id).collect();
+    assert!(
+        served.iter().all(|id| candidates.contains(id)),
+        "an unknown id was served"
+    );
+    let mut unique = served.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), served.len(), "an id was served twice");
+    assert_eq!(served.len(), 20);
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_slow_query_embedding_gives_word_results_within_the_budget(pool: PgPool) {
+    demo_engine(&pool).await;
+    let fake = FakeOpenAi::start("sk-test").await.unwrap();
+    fake.set_embedding_behaviour(EmbeddingBehaviour::Hang(Duration::from_secs(10)));
+    let openai = OpenAiEmbedder::new("sk-test", Some(&fake.base_url()), Duration::from_secs(30));
+    let engine = SearchEngine::new(pool.clone(), Arc::new(openai)).with_budgets(Budgets {
+        embed: Duration::from_millis(300),
+        rerank: Duration::from_secs(1),
+    });
+    let began = std::time::Instant::now();
+    let results = engine
+        .search("mushi shi", &Filters::default())
+        .await
+        .unwrap();
+    assert!(
+        began.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        began.elapsed()
+    );
+    assert!(!results.semantic);
+    assert_eq!(results.hits.first().map(|h| h.anime.id), Some(MUSHISHI));
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_confident_fused_order_skips_the_rerank(pool: PgPool) {
+    let (engine, fake) = with_llm(demo_engine(&pool).await, ChatBehaviour::Normal).await;
+    let query = query_where(&engine, true).await;
+    let retrieval = engine.retrieve(query, &Filters::default()).await.unwrap();
+    let results = engine.search(query, &Filters::default()).await.unwrap();
+    assert_eq!(results.ranking, Ranking::Confident);
+    assert!(fake.requests().is_empty(), "no model call when confident");
+    let served: Vec<i32> = results.hits.iter().map(|h| h.anime.id).collect();
+    let fused: Vec<i32> = retrieval
+        .fused
+        .iter()
+        .take(20)
+        .map(|f| f.anime_id)
+        .collect();
+    assert_eq!(served, fused);
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_repeated_query_is_served_from_the_cache_until_the_catalog_changes(pool: PgPool) {
+    let engine = demo_engine(&pool).await;
+    let first = engine
+        .search("mushi shi", &Filters::default())
+        .await
+        .unwrap();
+    assert!(!first.cached);
+    // Case, spacing and Unicode width do not make a new query.
+    let again = engine
+        .search("  MUSHI   shi ", &Filters::default())
+        .await
+        .unwrap();
+    assert!(again.cached);
+    assert_eq!(again.query, "MUSHI shi");
+    let ids =
+        |r: &app::search::SearchResults| r.hits.iter().map(|h| h.anime.id).collect::<Vec<_>>();
+    assert_eq!(ids(&again), ids(&first));
+    // Other filters, another key.
+    let movies = Filters {
+        formats: vec!["MOVIE".into()],
+        ..Filters::default()
+    };
+    assert!(!engine.search("mushi shi", &movies).await.unwrap().cached);
+
+    // Any catalog change (here a document rewritten) retires every cached page.
+    sqlx::query("UPDATE documents SET built_at = now() WHERE anime_id = $1")
+        .bind(MUSHISHI)
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert!(
+        !engine
+            .search("mushi shi", &Filters::default())
+            .await
+            .unwrap()
+            .cached
+    );
+    assert!(
+        engine
+            .search("mushi shi", &Filters::default())
+            .await
+            .unwrap()
+            .cached
+    );
+
+    // Expired rows are ignored, then swept.
+    sqlx::query("UPDATE search_result_cache SET expires_at = now() - interval '1 second'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert!(
+        !engine
+            .search("mushi shi", &Filters::default())
+            .await
+            .unwrap()
+            .cached
+    );
+    sqlx::query("UPDATE search_result_cache SET expires_at = now() - interval '1 second'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert!(cache::sweep(&pool).await.unwrap() >= 1);
+    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM search_result_cache")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(left, 0);
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn another_pipeline_or_a_degraded_page_never_reuses_the_cache(pool: PgPool) {
+    let engine = demo_engine(&pool).await;
+    let query = query_where(&engine, false).await;
+    assert!(
+        !engine
+            .search(query, &Filters::default())
+            .await
+            .unwrap()
+            .cached
+    );
+    assert!(
+        engine
+            .search(query, &Filters::default())
+            .await
+            .unwrap()
+            .cached
+    );
+    // A different reranker is a different pipeline.
+    let (llm, _fake) = with_llm(engine.clone(), ChatBehaviour::Status(500)).await;
+    let degraded = llm.search(query, &Filters::default()).await.unwrap();
+    assert!(!degraded.cached);
+    assert_eq!(degraded.ranking, Ranking::Fallback);
+    // …and its degraded page was not kept.
+    assert!(!llm.search(query, &Filters::default()).await.unwrap().cached);
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn query_vectors_are_cached_per_model(pool: PgPool) {
+    demo_engine(&pool).await;
+    let fake = FakeOpenAi::start("sk-test").await.unwrap();
+    let openai = OpenAiEmbedder::new("sk-test", Some(&fake.base_url()), Duration::from_secs(5));
+    let engine = SearchEngine::new(pool.clone(), Arc::new(openai));
+    engine
+        .retrieve("mushi shi", &Filters::default())
+        .await
+        .unwrap();
+    assert_eq!(fake.embedded_inputs(), 1);
+    let again = engine
+        .retrieve("mushi shi", &Filters::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        fake.embedded_inputs(),
+        1,
+        "the second embedding came from the cache"
+    );
+    assert_eq!(
+        again.query_vector.map(|v| v.len()),
+        Some(EMBEDDING_DIMENSION)
+    );
+    let models: Vec<String> = sqlx::query_scalar("SELECT model FROM query_embedding_cache")
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    assert_eq!(models, ["text-embedding-3-small"]);
 }

@@ -202,8 +202,8 @@ pub fn subset(catalog: &[Media], keep: &[i32], target: usize) -> Vec<Media> {
         groups.push(franchise.members);
     }
     for media in catalog {
-        if !group_of.contains_key(&media.id) {
-            group_of.insert(media.id, groups.len());
+        if let std::collections::hash_map::Entry::Vacant(slot) = group_of.entry(media.id) {
+            slot.insert(groups.len());
             groups.push(vec![media.id]);
         }
     }

@@ -28,6 +28,11 @@ pub enum ChatBehaviour {
     Hang(Duration),
     /// A 200 whose body is not JSON.
     MalformedJson,
+    /// A well-formed completion whose ranking names ids that were not offered, repeats one and
+    /// leaves some out.
+    WrongIds,
+    /// A well-formed completion whose content is not the requested JSON.
+    NotJson,
 }
 
 /// How the fake answers embedding requests.
@@ -324,9 +329,52 @@ async fn chat(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: Str
                 (StatusCode::OK, "{\"id\": \"chatcmpl-fake\", \"choices\": [").into_response(),
             );
         }
-        ChatBehaviour::Normal => {}
+        ChatBehaviour::Normal | ChatBehaviour::WrongIds | ChatBehaviour::NotJson => {}
     }
-    let answer = answer_for(&request);
+    let structured = request["response_format"]["type"] == "json_schema";
+    if structured && let Err(problem) = check_ranking_schema(&request["response_format"]) {
+        return respond(
+            400,
+            error(
+                StatusCode::BAD_REQUEST,
+                &format!("Invalid schema for response_format: {problem}"),
+                "invalid_request_error",
+                Some("response_format"),
+                None,
+            ),
+        );
+    }
+    if let Some(effort) = request.get("reasoning_effort")
+        && !["minimal", "low", "medium", "high"].contains(&effort.as_str().unwrap_or_default())
+    {
+        return respond(
+            400,
+            error(
+                StatusCode::BAD_REQUEST,
+                "Invalid value for 'reasoning_effort'.",
+                "invalid_request_error",
+                Some("reasoning_effort"),
+                None,
+            ),
+        );
+    }
+    let answer = if structured {
+        match behaviour {
+            ChatBehaviour::NotJson => "Here is my ranking: the first one.".to_string(),
+            ChatBehaviour::WrongIds => {
+                let mut ids = ranking_for(&request);
+                ids.truncate(ids.len() / 2);
+                if let Some(&first) = ids.first() {
+                    ids.push(first);
+                }
+                ids.insert(0, 999_999_999);
+                json!({ "ids": ids }).to_string()
+            }
+            _ => json!({ "ids": ranking_for(&request) }).to_string(),
+        }
+    } else {
+        answer_for(&request)
+    };
     let response = json!({
         "id": "chatcmpl-fake",
         "object": "chat.completion",
@@ -341,6 +389,71 @@ async fn chat(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: Str
         "usage": { "prompt_tokens": 100, "completion_tokens": 30, "total_tokens": 130 }
     });
     respond(200, (StatusCode::OK, Json(response)).into_response())
+}
+
+/// The rerank answer's schema must be what structured output needs: a strict object schema with
+/// an `ids` array of integers, no other properties.
+fn check_ranking_schema(format: &Value) -> Result<(), &'static str> {
+    let schema = &format["json_schema"];
+    if schema["name"].as_str().is_none_or(str::is_empty) {
+        return Err("'name' is required");
+    }
+    if schema["strict"] != true {
+        return Err("this fake expects strict: true");
+    }
+    let body = &schema["schema"];
+    if body["type"] != "object" || body["additionalProperties"] != false {
+        return Err("the schema must be an object with additionalProperties false");
+    }
+    if body["properties"]["ids"]["type"] != "array"
+        || body["properties"]["ids"]["items"]["type"] != "integer"
+    {
+        return Err("'ids' must be an array of integers");
+    }
+    if !body["required"]
+        .as_array()
+        .is_some_and(|r| r.iter().any(|v| v == "ids"))
+    {
+        return Err("'ids' must be required");
+    }
+    Ok(())
+}
+
+/// A deterministic ranking of the candidate lines (`id: summary`) of the last user message:
+/// by how many of the description's words each summary shares, ties in reverse of the given
+/// order (so a page that follows the model visibly differs from the fused order).
+fn ranking_for(request: &Value) -> Vec<i64> {
+    let user = request["messages"]
+        .as_array()
+        .and_then(|messages| messages.iter().rev().find(|m| m["role"] == "user"))
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default();
+    let words = |text: &str| -> Vec<String> {
+        text.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.chars().count() > 3)
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let description = user
+        .lines()
+        .find_map(|line| line.strip_prefix("Description: "))
+        .map(words)
+        .unwrap_or_default();
+    let mut candidates: Vec<(i64, usize)> = user
+        .lines()
+        .filter_map(|line| {
+            let (id, summary) = line.split_once(": ")?;
+            let id: i64 = id.trim().parse().ok()?;
+            let shared = words(summary)
+                .iter()
+                .filter(|w| description.contains(w))
+                .count();
+            Some((id, shared))
+        })
+        .collect();
+    candidates.reverse();
+    candidates.sort_by_key(|c| std::cmp::Reverse(c.1));
+    candidates.into_iter().map(|(id, _)| id).collect()
 }
 
 /// A deterministic "premise": the first sentence of the first synopsis line ("- Title: text").

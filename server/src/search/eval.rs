@@ -7,7 +7,11 @@
 //! - `rrf`: both fused by reciprocal rank fusion (what search serves);
 //! - `seed-001`: the seed system's method, the lexical top 50 re-scored 50/50 by lexical score
 //!   (divided by the best) and cosine similarity;
-//! - `rrf+local`: the fused top 50 reordered by the local reranker (what search serves).
+//! - `rrf+local`: the fused top 50 reordered by the local reranker, always;
+//! - `served`: what search serves: `rrf+local`, except that the rerank is skipped when the fused
+//!   top result leads by [`CONFIDENT_MARGIN`] (the report counts those cases);
+//! - `rrf+llm`: with `--llm-rerank`, the LLM reranker (against the fake OpenAI server when no
+//!   key is set: that measures the plumbing, not a model).
 //!
 //! Metrics per method: hit@5 (an expected anime in the top 5), MRR (1 / rank of the first
 //! expected anime, 0 when absent) and recall@25 (share of the expected anime in the top 25).
@@ -18,9 +22,9 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    SearchEngine,
+    CONFIDENT_MARGIN, SearchEngine, fused_margin,
     lexical::LexicalHit,
-    rerank::{self, Candidate, LocalReranker, Weights},
+    rerank::{self, Candidate, LocalReranker, Reranker, Weights},
     vector,
 };
 use app::search::Filters;
@@ -28,7 +32,15 @@ use app::search::Filters;
 /// The evaluation set kept in the repository.
 pub const CASES: &str = include_str!("../../data/eval_cases.json");
 
-pub const METHODS: [&str; 5] = ["lexical", "vector", "rrf", "seed-001", "rrf+local"];
+pub const METHODS: [&str; 7] = [
+    "lexical",
+    "vector",
+    "rrf",
+    "seed-001",
+    "rrf+local",
+    "served",
+    "rrf+llm",
+];
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct EvalSet {
@@ -125,6 +137,45 @@ pub struct CaseResult {
     pub first_rank: BTreeMap<String, Option<usize>>,
 }
 
+/// Cases where the fused order was confident enough to skip the rerank.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ConfidentReport {
+    pub margin: f64,
+    pub skipped: usize,
+    /// Of the skipped cases, how many had an expected anime first in the fused order…
+    pub fused_top_right: usize,
+    /// …and how many would have had one first after reranking.
+    pub reranked_top_right: usize,
+    /// LLM rerank: failed calls and total time spent.
+    pub llm_failures: usize,
+    pub llm_seconds: f64,
+    /// Per text case: the fused margin, and whether the fused and the reranked #1 were right
+    /// (the data the margin was chosen from).
+    pub per_case: Vec<(f64, bool, bool)>,
+}
+
+impl ConfidentReport {
+    /// (threshold, cases skipped, fused #1 right among them, reranked #1 right among them).
+    pub fn sweep(&self) -> Vec<(f64, usize, usize, usize)> {
+        [0.1, 0.2, 0.3, 0.4, 0.5]
+            .into_iter()
+            .map(|threshold| {
+                let skipped: Vec<_> = self
+                    .per_case
+                    .iter()
+                    .filter(|(margin, _, _)| *margin >= threshold)
+                    .collect();
+                (
+                    threshold,
+                    skipped.len(),
+                    skipped.iter().filter(|c| c.1).count(),
+                    skipped.iter().filter(|c| c.2).count(),
+                )
+            })
+            .collect()
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FitReport {
     pub weights: Weights,
@@ -145,6 +196,7 @@ pub struct Report {
     /// With `--fit`: the local reranker's weights fitted on every text case, and the MRR of
     /// 5-fold cross-validation (weights fitted on four fifths, scored on the fifth left out).
     pub fit: Option<FitReport>,
+    pub confident: ConfidentReport,
     pub cases: Vec<CaseResult>,
 }
 
@@ -156,8 +208,14 @@ impl Report {
 
 /// Runs every case; cases whose expected anime are all missing from the catalog are skipped
 /// and listed (so a partial catalog is visible in the report, not silently easier).
-pub async fn run(engine: &SearchEngine, set: &EvalSet, fit: bool) -> Result<Report> {
+pub async fn run(
+    engine: &SearchEngine,
+    set: &EvalSet,
+    fit: bool,
+    llm: Option<&dyn Reranker>,
+) -> Result<Report> {
     let reranker = LocalReranker::default();
+    let mut confident = ConfidentReport::default();
     let mut fit_cases: Vec<(Vec<Candidate>, Vec<i32>)> = Vec::new();
     let pool = engine.pool();
     let catalog_size: i64 = sqlx::query_scalar("SELECT count(*) FROM anime")
@@ -227,13 +285,58 @@ pub async fn run(engine: &SearchEngine, set: &EvalSet, fit: bool) -> Result<Repo
             &retrieval.vector,
         )
         .await?;
-        let mut reranked = reranker.rerank(&candidates);
-        reranked.extend(fused.iter().skip(candidates.len()));
+        let complete = |order: Vec<i32>| -> Vec<i32> {
+            let mut order = order;
+            order.extend(fused.iter().skip(candidates.len()));
+            order
+        };
+        let reranked = complete(reranker.order(&candidates));
+        let margin = fused_margin(&retrieval.fused);
+        confident.per_case.push((
+            margin,
+            fused.first().is_some_and(|id| expected.contains(id)),
+            reranked.first().is_some_and(|id| expected.contains(id)),
+        ));
+        let served = if margin >= CONFIDENT_MARGIN {
+            confident.skipped += 1;
+            let top_right = fused.first().is_some_and(|id| expected.contains(id));
+            let reranked_right = reranked.first().is_some_and(|id| expected.contains(id));
+            confident.fused_top_right += usize::from(top_right);
+            confident.reranked_top_right += usize::from(reranked_right);
+            fused.clone()
+        } else {
+            reranked.clone()
+        };
+        let llm_order = match llm {
+            Some(llm) => {
+                let began = std::time::Instant::now();
+                let order = match llm.rerank(query, &candidates).await {
+                    Ok(order) => order,
+                    Err(error) => {
+                        tracing::warn!(%error, "LLM rerank failed: fused order");
+                        confident.llm_failures += 1;
+                        Vec::new()
+                    }
+                };
+                confident.llm_seconds += began.elapsed().as_secs_f64();
+                Some(complete(order))
+            }
+            None => None,
+        };
         fit_cases.push((candidates, expected.clone()));
-        for (method, ranking) in
-            METHODS
-                .iter()
-                .zip([&lexical, &vector_ids, &fused, &seed, &reranked])
+        let rankings: [Option<&Vec<i32>>; 7] = [
+            Some(&lexical),
+            Some(&vector_ids),
+            Some(&fused),
+            Some(&seed),
+            Some(&reranked),
+            Some(&served),
+            llm_order.as_ref(),
+        ];
+        for (method, ranking) in METHODS
+            .iter()
+            .zip(rankings)
+            .filter_map(|(m, r)| Some((m, r?)))
         {
             let entry = sums.entry(method).or_default();
             entry.0.add(ranking, &expected);
@@ -284,8 +387,10 @@ pub async fn run(engine: &SearchEngine, set: &EvalSet, fit: bool) -> Result<Repo
             cross_validated_mrr: cross_validate(&fit_cases, 5),
         }
     });
+    confident.margin = CONFIDENT_MARGIN;
     Ok(Report {
         fit,
+        confident,
         embedding_model: model,
         catalog_size,
         text_cases,
@@ -310,7 +415,7 @@ fn cross_validate(cases: &[(Vec<Candidate>, Vec<i32>)], folds: usize) -> f64 {
         let reranker = LocalReranker { weights };
         for (i, (candidates, expected)) in cases.iter().enumerate() {
             if i % folds == fold {
-                let order = reranker.rerank(candidates);
+                let order = reranker.order(candidates);
                 if let Some(rank) = order.iter().position(|id| expected.contains(id)) {
                     total += 1.0 / (rank + 1) as f64;
                 }
@@ -388,6 +493,30 @@ impl std::fmt::Display for Report {
             "| similar-to (franchise excluded) | {:.2} | {:.2} | {:.2} | | | |",
             self.similar.hit_at_5, self.similar.mrr, self.similar.recall_at_25
         )?;
+        let c = &self.confident;
+        writeln!(
+            f,
+            "\nrerank skipped when the fused top leads by >= {:.0}%: {} of {} text cases; fused #1 right in {}, reranked #1 would have been right in {}",
+            c.margin * 100.0,
+            c.skipped,
+            self.text_cases,
+            c.fused_top_right,
+            c.reranked_top_right
+        )?;
+        for (threshold, skipped, fused_right, reranked_right) in c.sweep() {
+            writeln!(
+                f,
+                "  margin >= {:.0}%: {skipped} skipped, fused #1 right in {fused_right}, reranked #1 in {reranked_right}",
+                threshold * 100.0
+            )?;
+        }
+        if self.method("rrf+llm").is_some() {
+            writeln!(
+                f,
+                "LLM rerank: {} failed calls, {:.1} s in total",
+                c.llm_failures, c.llm_seconds
+            )?;
+        }
         if let Some(fit) = &self.fit {
             writeln!(
                 f,

@@ -10,6 +10,7 @@
 //! ([`vector::similar`]). Every stage is timed under the names `bench` and `eval` print.
 
 pub mod bench;
+pub mod cache;
 pub mod e5;
 pub mod embedder;
 pub mod eval;
@@ -27,7 +28,7 @@ use std::{
 };
 
 pub use app::search::MAX_QUERY_CHARS;
-use app::search::{AnimeCard, AnimeDetails, Filters, SearchHit, SearchResults};
+use app::search::{AnimeCard, AnimeDetails, Filters, Ranking, SearchHit, SearchResults};
 use sqlx::PgPool;
 use tracing::Instrument;
 
@@ -79,11 +80,54 @@ pub struct Retrieval {
     pub times: StageTimes,
 }
 
+/// Time each fallible stage may take before the pipeline goes on without it.
+#[derive(Debug, Clone, Copy)]
+pub struct Budgets {
+    /// Query embedding; past it, the lexical branch answers alone.
+    pub embed: Duration,
+    /// Rerank; past it, the fused order is served.
+    pub rerank: Duration,
+}
+
+impl Budgets {
+    pub fn from_config(config: &crate::config::Config) -> Self {
+        Self {
+            embed: Duration::from_millis(config.embed_timeout_ms),
+            rerank: Duration::from_millis(config.rerank_timeout_ms),
+        }
+    }
+}
+
+impl Default for Budgets {
+    fn default() -> Self {
+        Self {
+            embed: Duration::from_secs(2),
+            rerank: Duration::from_secs(4),
+        }
+    }
+}
+
+/// The rerank stage is skipped when the fused top result leads the second by at least this
+/// share of its score (see `server eval`: which cases it skips and what they would have gained).
+pub const CONFIDENT_MARGIN: f64 = 0.4;
+
+/// Relative lead of the first fused result over the second (1 when there is no second).
+pub fn fused_margin(fused: &[Fused]) -> f64 {
+    match fused {
+        [] => 0.0,
+        [_] => 1.0,
+        [first, second, ..] => (first.score - second.score) / first.score.max(1e-12),
+    }
+}
+
 #[derive(Clone)]
 pub struct SearchEngine {
     pool: PgPool,
     embedder: Arc<dyn Embedder>,
-    reranker: rerank::LocalReranker,
+    reranker: Arc<dyn rerank::Reranker>,
+    budgets: Budgets,
+    /// Read and write the query-vector and results caches (off: measure the pipeline itself).
+    caches: bool,
 }
 
 /// The query as the pipeline reads it: control characters removed, spaces collapsed, bounded.
@@ -110,8 +154,26 @@ impl SearchEngine {
         Self {
             pool,
             embedder,
-            reranker: rerank::LocalReranker::default(),
+            reranker: Arc::new(rerank::LocalReranker::default()),
+            budgets: Budgets::default(),
+            caches: true,
         }
+    }
+
+    /// This engine without its caches: every search runs every stage (for `bench`).
+    pub fn without_caches(mut self) -> Self {
+        self.caches = false;
+        self
+    }
+
+    pub fn with_reranker(mut self, reranker: Arc<dyn rerank::Reranker>) -> Self {
+        self.reranker = reranker;
+        self
+    }
+
+    pub fn with_budgets(mut self, budgets: Budgets) -> Self {
+        self.budgets = budgets;
+        self
     }
 
     pub fn pool(&self) -> &PgPool {
@@ -135,16 +197,46 @@ impl SearchEngine {
         .instrument(tracing::info_span!("lexical"));
         let semantic = async {
             let began = Instant::now();
-            let vector = self
-                .embedder
-                .embed_query(&query)
-                .instrument(tracing::info_span!("embed"))
-                .await;
+            let model = self.embedder.model();
+            let cached = if self.caches {
+                cache::get_embedding(&self.pool, model, &query)
+                    .await
+                    .unwrap_or_else(|error| {
+                        tracing::warn!(%error, "query embedding cache unreadable");
+                        None
+                    })
+            } else {
+                None
+            };
+            let vector = match cached {
+                Some(vector) => Ok(Ok(vector)),
+                None => {
+                    let fresh = tokio::time::timeout(
+                        self.budgets.embed,
+                        self.embedder
+                            .embed_query(&query)
+                            .instrument(tracing::info_span!("embed")),
+                    )
+                    .await;
+                    if let Ok(Ok(vector)) = &fresh
+                        && self.caches
+                        && let Err(error) =
+                            cache::put_embedding(&self.pool, model, &query, vector).await
+                    {
+                        tracing::warn!(%error, "query embedding not cached");
+                    }
+                    fresh
+                }
+            };
             let embed_time = began.elapsed();
             let vector = match vector {
-                Ok(vector) => vector,
-                Err(error) => {
+                Ok(Ok(vector)) => vector,
+                Ok(Err(error)) => {
                     tracing::warn!(%error, "query embedding failed: lexical results only");
+                    return (Ok((Vec::new(), None)), embed_time, Duration::ZERO);
+                }
+                Err(_) => {
+                    tracing::warn!(budget = ?self.budgets.embed, "query embedding timed out: lexical results only");
                     return (Ok((Vec::new(), None)), embed_time, Duration::ZERO);
                 }
             };
@@ -198,6 +290,24 @@ impl SearchEngine {
         filters: &Filters,
     ) -> Result<(SearchResults, StageTimes), SearchError> {
         let started = Instant::now();
+        let query = clean_query(raw)?;
+        let pipeline = cache::pipeline_fingerprint(self.embedder.model(), &self.reranker.name());
+        let key = cache::results_key(&pipeline, &query, filters);
+        let hit = match self.caches {
+            true => cache::get_results(&self.pool, &key).await?,
+            false => None,
+        };
+        if let Some(mut results) = hit {
+            results.query = query;
+            results.cached = true;
+            let times = StageTimes {
+                total: started.elapsed(),
+                ..StageTimes::default()
+            };
+            results.took_ms = times.total.as_secs_f64() * 1000.0;
+            return Ok((results, times));
+        }
+        let version = cache::catalog_version(&self.pool).await?;
         let retrieval = self.retrieve(raw, filters).await?;
         let began = Instant::now();
         let candidates = rerank::candidates(
@@ -208,17 +318,41 @@ impl SearchEngine {
             &retrieval.lexical,
             &retrieval.vector,
         )
-        .instrument(tracing::info_span!("rerank"))
         .await?;
-        let order = self.reranker.rerank(&candidates);
+        let (order, ranking) = if fused_margin(&retrieval.fused) >= CONFIDENT_MARGIN {
+            (Vec::new(), Ranking::Confident)
+        } else {
+            let answer = tokio::time::timeout(
+                self.budgets.rerank,
+                self.reranker
+                    .rerank(&clean_query(raw)?, &candidates)
+                    .instrument(tracing::info_span!("rerank")),
+            )
+            .await;
+            match answer {
+                Ok(Ok(order)) => (order, Ranking::Reranked),
+                Ok(Err(error)) => {
+                    tracing::warn!(%error, reranker = self.reranker.name(), "rerank failed: fused order");
+                    (Vec::new(), Ranking::Fallback)
+                }
+                Err(_) => {
+                    tracing::warn!(budget = ?self.budgets.rerank, reranker = self.reranker.name(), "rerank timed out: fused order");
+                    (Vec::new(), Ranking::Fallback)
+                }
+            }
+        };
         let rerank_time = began.elapsed();
         let by_id: HashMap<i32, &Fused> = retrieval.fused.iter().map(|f| (f.anime_id, f)).collect();
-        let top: Vec<&Fused> = order
-            .iter()
-            .filter_map(|id| by_id.get(id).copied())
-            .chain(retrieval.fused.iter().skip(candidates.len()))
-            .take(PAGE_SIZE)
-            .collect();
+        let top: Vec<&Fused> = if order.is_empty() {
+            retrieval.fused.iter().take(PAGE_SIZE).collect()
+        } else {
+            order
+                .iter()
+                .filter_map(|id| by_id.get(id).copied())
+                .chain(retrieval.fused.iter().skip(candidates.len()))
+                .take(PAGE_SIZE)
+                .collect()
+        };
         let ids: Vec<i32> = top.iter().map(|f| f.anime_id).collect();
         let cards = self.cards(&ids).await?;
         let hits = top
@@ -240,8 +374,19 @@ impl SearchEngine {
             query: clean_query(raw)?,
             hits,
             semantic: retrieval.query_vector.is_some(),
+            ranking,
+            reranker: self.reranker.name(),
+            cached: false,
             took_ms: times.total.as_secs_f64() * 1000.0,
         };
+        // A degraded page is not kept: the next search should get the full pipeline again.
+        if self.caches
+            && results.semantic
+            && results.ranking != Ranking::Fallback
+            && let Err(error) = cache::put_results(&self.pool, &key, version, &results).await
+        {
+            tracing::warn!(%error, "results not cached");
+        }
         Ok((results, times))
     }
 

@@ -1,4 +1,5 @@
-//! The rerank stage: the fused candidates in, the final order out.
+//! The rerank stage: the fused candidates in, the final order out. Two implementations of
+//! [`Reranker`]: [`LocalReranker`] (the default) and [`LlmReranker`] (with `OPENAI_API_KEY`).
 //!
 //! [`LocalReranker`] (the default, no key) scores each candidate by a weighted sum of evidence
 //! the retrieval already has or can read in one query: cosine similarity to the query (also for
@@ -12,8 +13,12 @@ use sqlx::PgPool;
 
 use super::{fusion::Fused, lexical::LexicalHit, vector};
 
-/// Candidates handed to the rerank stage (the fused top).
-pub const CANDIDATES: usize = 50;
+/// Candidates handed to the rerank stage (the fused top). 25 rather than 50: the top 25 keeps
+/// the same members, so recall@25 can never drop, and cross-validated MRR was higher (0.733
+/// against 0.704 with 50).
+pub const CANDIDATES: usize = 25;
+/// Synopsis characters in a candidate's summary for a language model.
+const SUMMARY_CHARS: usize = 300;
 
 /// Everything a reranker may weigh about one candidate.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,6 +31,48 @@ pub struct Candidate {
     pub cosine: Option<f64>,
     pub lexical: Option<LexicalHit>,
     pub popularity: i32,
+    /// Compact text for a language model: title, year, format, the start of the synopsis, tags.
+    pub summary: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RerankError {
+    #[error("rerank request failed: {0}")]
+    Api(#[from] async_openai::error::OpenAIError),
+    #[error("rerank timed out after {0:?}")]
+    Timeout(std::time::Duration),
+    #[error("the reranker answered with something unusable: {0}")]
+    Garbage(String),
+}
+
+/// Reorders the fused candidates. Implementations return candidate ids only, each once; the
+/// caller falls back to the fused order when one fails.
+#[async_trait::async_trait]
+pub trait Reranker: Send + Sync {
+    /// Name recorded with each response ("local", "openai:gpt-5.4-mini").
+    fn name(&self) -> String;
+    async fn rerank(&self, query: &str, candidates: &[Candidate]) -> Result<Vec<i32>, RerankError>;
+}
+
+/// Turns a model's answer into a complete order: unknown ids dropped, repeats removed, the
+/// candidates it left out appended in fused order. An answer with no usable id is garbage.
+pub fn complete_order(answer: &[i64], candidates: &[Candidate]) -> Result<Vec<i32>, RerankError> {
+    let mut order: Vec<i32> = Vec::with_capacity(candidates.len());
+    for &id in answer {
+        let Ok(id) = i32::try_from(id) else { continue };
+        if candidates.iter().any(|c| c.anime_id == id) && !order.contains(&id) {
+            order.push(id);
+        }
+    }
+    if order.is_empty() && !candidates.is_empty() {
+        return Err(RerankError::Garbage("no candidate id in the answer".into()));
+    }
+    for candidate in candidates {
+        if !order.contains(&candidate.anime_id) {
+            order.push(candidate.anime_id);
+        }
+    }
+    Ok(order)
 }
 
 /// The evidence for the fused top `CANDIDATES`: one query for the cosines the vector branch did
@@ -53,15 +100,22 @@ pub async fn candidates(
             }
         }
     }
-    let popularity: HashMap<i32, i32> = sqlx::query_as::<_, (i32, Option<i32>)>(
-        "SELECT id, popularity FROM anime WHERE id = ANY($1)",
+    let facts: HashMap<i32, (i32, String)> = sqlx::query_as::<_, (i32, Option<i32>, String)>(
+        "SELECT a.id, a.popularity,
+                concat_ws('. ',
+                    concat_ws(' / ', coalesce(a.title_romaji, a.title_native), a.title_english),
+                    concat_ws(', ', a.format, coalesce(a.season_year, a.start_year)::text),
+                    left(coalesce(a.description, ''), $2),
+                    'Tags: ' || array_to_string(a.genres, ', '))
+         FROM anime a WHERE a.id = ANY($1)",
     )
     .bind(&ids)
+    .bind(SUMMARY_CHARS as i32)
     .fetch_all(pool)
     .await
     .map_err(vector::VectorError::from)?
     .into_iter()
-    .map(|(id, p)| (id, p.unwrap_or(0)))
+    .map(|(id, p, summary)| (id, (p.unwrap_or(0), summary)))
     .collect();
     let lexical: HashMap<i32, LexicalHit> = lexical.iter().map(|h| (h.anime_id, *h)).collect();
     Ok(top
@@ -73,7 +127,11 @@ pub async fn candidates(
             rrf: f.score,
             cosine: cosine.get(&f.anime_id).copied(),
             lexical: lexical.get(&f.anime_id).copied(),
-            popularity: popularity.get(&f.anime_id).copied().unwrap_or(0),
+            popularity: facts.get(&f.anime_id).map_or(0, |f| f.0),
+            summary: facts
+                .get(&f.anime_id)
+                .map(|f| f.1.clone())
+                .unwrap_or_default(),
         })
         .collect())
 }
@@ -89,7 +147,7 @@ pub struct Weights {
 }
 
 /// Fitted on `server/data/eval_cases.json` over the full shared catalog (`server eval --fit`).
-/// In-sample MRR 0.750, 5-fold cross-validated 0.704 (plain RRF: 0.53). Popularity weighs
+/// In-sample MRR 0.752, 5-fold cross-validated 0.733 (plain RRF: 0.53). Popularity weighs
 /// heavily: of two anime that fit a description, people mostly mean the well-known one.
 pub const FITTED: Weights = Weights {
     cosine: 1.0,
@@ -153,7 +211,7 @@ impl LocalReranker {
     }
 
     /// Candidate ids in the new order (ties keep the fused order).
-    pub fn rerank(&self, candidates: &[Candidate]) -> Vec<i32> {
+    pub fn order(&self, candidates: &[Candidate]) -> Vec<i32> {
         let features = Self::features(candidates);
         let mut order: Vec<(usize, f64)> = features
             .iter()
@@ -222,4 +280,182 @@ fn mean_reciprocal_rank(reranker: &LocalReranker, cases: &[(Vec<[f64; 5]>, Vec<b
         }
     }
     total / cases.len().max(1) as f64
+}
+
+#[async_trait::async_trait]
+impl Reranker for LocalReranker {
+    fn name(&self) -> String {
+        "local".into()
+    }
+
+    async fn rerank(
+        &self,
+        _query: &str,
+        candidates: &[Candidate],
+    ) -> Result<Vec<i32>, RerankError> {
+        Ok(self.order(candidates))
+    }
+}
+
+const RERANK_INSTRUCTIONS: &str = "You rank anime for a search engine. The user describes an \
+anime (in Spanish or English); you get candidate anime, one per line as `id: summary`. Answer \
+with the ids of the candidates ordered from the best match to the worst. Judge by what the \
+description says: plot, characters, setting, mood, era. Use only the given ids.";
+
+/// Reranks through an OpenAI chat model with structured output: the answer must be a JSON
+/// object `{"ids": [..]}` (the schema is sent, strict). `reasoning_effort` is low and
+/// `temperature` is never sent (reasoning models reject it).
+pub struct LlmReranker {
+    client: async_openai::Client<async_openai::config::OpenAIConfig>,
+    model: String,
+    timeout: std::time::Duration,
+}
+
+impl LlmReranker {
+    pub fn new(
+        api_key: &str,
+        base_url: Option<&str>,
+        model: &str,
+        timeout: std::time::Duration,
+    ) -> Self {
+        let mut config = async_openai::config::OpenAIConfig::new().with_api_key(api_key);
+        if let Some(base) = base_url {
+            config = config.with_api_base(base.trim_end_matches('/'));
+        }
+        let http = reqwest::Client::builder()
+            .timeout(timeout)
+            .build()
+            .expect("HTTP client");
+        Self {
+            client: async_openai::Client::with_config(config).with_http_client(http),
+            model: model.into(),
+            timeout,
+        }
+    }
+
+    /// The JSON schema the answer must follow.
+    pub fn schema() -> serde_json::Value {
+        serde_json::json!({
+            "type": "object",
+            "properties": { "ids": { "type": "array", "items": { "type": "integer" } } },
+            "required": ["ids"],
+            "additionalProperties": false
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl Reranker for LlmReranker {
+    fn name(&self) -> String {
+        format!("openai:{}", self.model)
+    }
+
+    async fn rerank(&self, query: &str, candidates: &[Candidate]) -> Result<Vec<i32>, RerankError> {
+        use async_openai::types::chat::{
+            ChatCompletionRequestSystemMessageArgs, ChatCompletionRequestUserMessageArgs,
+            CreateChatCompletionRequestArgs, ReasoningEffort, ResponseFormat,
+            ResponseFormatJsonSchema,
+        };
+        let mut prompt = format!("Description: {query}\n\nCandidates:\n");
+        for candidate in candidates {
+            let summary = candidate.summary.replace('\n', " ");
+            prompt.push_str(&format!("{}: {summary}\n", candidate.anime_id));
+        }
+        let request = CreateChatCompletionRequestArgs::default()
+            .model(&self.model)
+            .reasoning_effort(ReasoningEffort::Low)
+            .max_completion_tokens(2_000u32)
+            .response_format(ResponseFormat::JsonSchema {
+                json_schema: ResponseFormatJsonSchema {
+                    description: Some("Candidate ids, best match first".into()),
+                    name: "ranking".into(),
+                    schema: Self::schema(),
+                    strict: Some(true),
+                },
+            })
+            .messages([
+                ChatCompletionRequestSystemMessageArgs::default()
+                    .content(RERANK_INSTRUCTIONS)
+                    .build()?
+                    .into(),
+                ChatCompletionRequestUserMessageArgs::default()
+                    .content(prompt)
+                    .build()?
+                    .into(),
+            ])
+            .build()?;
+        let response = tokio::time::timeout(self.timeout, self.client.chat().create(request))
+            .await
+            .map_err(|_| RerankError::Timeout(self.timeout))??;
+        let text = response
+            .choices
+            .into_iter()
+            .find_map(|choice| choice.message.content)
+            .ok_or_else(|| RerankError::Garbage("no content".into()))?;
+        #[derive(serde::Deserialize)]
+        struct Answer {
+            ids: Vec<i64>,
+        }
+        let answer: Answer = serde_json::from_str(&text)
+            .map_err(|e| RerankError::Garbage(format!("not the schema: {e}")))?;
+        complete_order(&answer.ids, candidates)
+    }
+}
+
+/// The reranker the configuration asks for: the LLM with a key, else the local one.
+pub fn from_config(config: &crate::config::Config) -> std::sync::Arc<dyn Reranker> {
+    match config.openai_key() {
+        Some(key) => std::sync::Arc::new(LlmReranker::new(
+            key,
+            config.openai_base_url.as_deref(),
+            &config.rerank_model,
+            std::time::Duration::from_millis(config.rerank_timeout_ms),
+        )),
+        None => std::sync::Arc::new(LocalReranker::default()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn candidate(id: i32) -> Candidate {
+        Candidate {
+            anime_id: id,
+            fused_rank: 0,
+            rrf: 0.0,
+            cosine: None,
+            lexical: None,
+            popularity: 0,
+            summary: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_model_answer_becomes_a_complete_order() {
+        let candidates: Vec<Candidate> = [10, 20, 30, 40].into_iter().map(candidate).collect();
+        // Unknown ids (99, a negative, one past i32) dropped, 30 once, 10 and 40 appended.
+        let order = complete_order(&[30, 99, 20, 30, -5, 1 << 40], &candidates).unwrap();
+        assert_eq!(order, [30, 20, 10, 40]);
+        assert!(matches!(
+            complete_order(&[1, 2], &candidates),
+            Err(RerankError::Garbage(_))
+        ));
+        assert_eq!(complete_order(&[], &[]).unwrap(), Vec::<i32>::new());
+    }
+
+    #[test]
+    fn the_local_reranker_prefers_closer_and_better_known_anime() {
+        let mut near = candidate(1);
+        near.cosine = Some(0.85);
+        let mut far = candidate(2);
+        far.cosine = Some(0.80);
+        far.rrf = 0.03;
+        let reranker = LocalReranker::default();
+        assert_eq!(reranker.order(&[far.clone(), near.clone()]), [1, 2]);
+        // Popularity can outweigh a small cosine gap.
+        far.cosine = Some(0.848);
+        far.popularity = 1_000_000;
+        assert_eq!(reranker.order(&[near, far]), [2, 1]);
+    }
 }

@@ -1,0 +1,174 @@
+//! Search caches in plain PostgreSQL tables (migration `…_search_caches.sql`): query vectors,
+//! and whole pages of results keyed by the normalised query, the filters and a fingerprint of
+//! the pipeline. Rows expire; results also carry the catalog version they were computed at, and
+//! any change to anime, documents or vectors bumps that version (triggers), so neither a
+//! pipeline change nor a catalog change can serve a stale page.
+
+use std::time::Duration;
+
+use app::search::{Filters, SearchResults};
+use sha2::{Digest, Sha256};
+use sqlx::PgPool;
+use unicode_normalization::UnicodeNormalization;
+
+use super::{BRANCH_LIMIT, CONFIDENT_MARGIN, PAGE_SIZE, fusion, rerank, vectors::literal};
+
+/// Bump when search code changes what a query returns in a way the constants below miss.
+const PIPELINE_REVISION: u32 = 1;
+/// How long a query vector is kept (it only changes with the model).
+pub const EMBEDDING_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
+/// How long a page of results is kept (the catalog version guards freshness; this bounds size).
+pub const RESULTS_TTL: Duration = Duration::from_secs(15 * 60);
+
+/// The query as two searches for the same thing write it: Unicode NFKC, lower case, single
+/// spaces, no control characters.
+pub fn normalise(query: &str) -> String {
+    query
+        .nfkc()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect::<String>()
+        .to_lowercase()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Everything that shapes a results page besides the query and the catalog.
+pub fn pipeline_fingerprint(embedding_model: &str, reranker: &str) -> String {
+    format!(
+        "r{PIPELINE_REVISION}|{embedding_model}|{reranker}|k{}|b{BRANCH_LIMIT}|p{PAGE_SIZE}|c{CONFIDENT_MARGIN}|{:?}",
+        fusion::K,
+        rerank::FITTED
+    )
+}
+
+pub fn results_key(pipeline: &str, query: &str, filters: &Filters) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(pipeline.as_bytes());
+    hasher.update([0]);
+    hasher.update(normalise(query).as_bytes());
+    hasher.update([0]);
+    hasher.update(serde_json::to_vec(filters).expect("filters serialise"));
+    crate::catalog::document::hex(&hasher.finalize())
+}
+
+pub async fn catalog_version(pool: &PgPool) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar("SELECT version FROM catalog_version")
+        .fetch_one(pool)
+        .await
+}
+
+/// A cached page, if one exists for this key at the current catalog version and has not expired.
+pub async fn get_results(pool: &PgPool, key: &str) -> Result<Option<SearchResults>, sqlx::Error> {
+    let row: Option<sqlx::types::Json<SearchResults>> = sqlx::query_scalar(
+        "SELECT results FROM search_result_cache
+         WHERE cache_key = $1 AND expires_at > now()
+           AND catalog_version = (SELECT version FROM catalog_version)",
+    )
+    .bind(key)
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(|json| json.0))
+}
+
+/// Stores a page computed at `version` (read before the search ran, so a catalog change during
+/// the search leaves the row unusable rather than wrongly current).
+pub async fn put_results(
+    pool: &PgPool,
+    key: &str,
+    version: i64,
+    results: &SearchResults,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO search_result_cache (cache_key, catalog_version, results, expires_at)
+         VALUES ($1, $2, $3, now() + make_interval(secs => $4))
+         ON CONFLICT (cache_key) DO UPDATE SET catalog_version = EXCLUDED.catalog_version,
+             results = EXCLUDED.results, expires_at = EXCLUDED.expires_at",
+    )
+    .bind(key)
+    .bind(version)
+    .bind(sqlx::types::Json(results))
+    .bind(RESULTS_TTL.as_secs_f64())
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+pub async fn get_embedding(
+    pool: &PgPool,
+    model: &str,
+    query: &str,
+) -> Result<Option<Vec<f32>>, sqlx::Error> {
+    let text: Option<String> = sqlx::query_scalar(
+        "SELECT embedding::text FROM query_embedding_cache
+         WHERE model = $1 AND query = $2 AND expires_at > now()",
+    )
+    .bind(model)
+    .bind(query)
+    .fetch_optional(pool)
+    .await?;
+    Ok(text.and_then(|text| {
+        text.trim_matches(['[', ']'])
+            .split(',')
+            .map(|x| x.trim().parse::<f32>().ok())
+            .collect()
+    }))
+}
+
+pub async fn put_embedding(
+    pool: &PgPool,
+    model: &str,
+    query: &str,
+    vector: &[f32],
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO query_embedding_cache (model, query, embedding, expires_at)
+         VALUES ($1, $2, $3::vector, now() + make_interval(secs => $4))
+         ON CONFLICT (model, query) DO UPDATE SET embedding = EXCLUDED.embedding,
+             expires_at = EXCLUDED.expires_at",
+    )
+    .bind(model)
+    .bind(query)
+    .bind(literal(vector))
+    .bind(EMBEDDING_TTL.as_secs_f64())
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// Deletes expired rows of both caches; returns how many.
+pub async fn sweep(pool: &PgPool) -> Result<u64, sqlx::Error> {
+    let a = sqlx::query("DELETE FROM search_result_cache WHERE expires_at <= now()")
+        .execute(pool)
+        .await?
+        .rows_affected();
+    let b = sqlx::query("DELETE FROM query_embedding_cache WHERE expires_at <= now()")
+        .execute(pool)
+        .await?
+        .rows_affected();
+    Ok(a + b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn equivalent_queries_share_a_key_and_filters_do_not() {
+        let filters = Filters::default();
+        let key = |q: &str, f: &Filters| results_key("p", q, f);
+        assert_eq!(key("Mushi  Shi", &filters), key("mushi shi", &filters));
+        // NFKC: full-width letters and a composed accent read the same.
+        assert_eq!(key("ＭＵＳＨＩ", &filters), key("mushi", &filters));
+        assert_eq!(key("cafe\u{301}", &filters), key("café", &filters));
+        let movies = Filters {
+            formats: vec!["MOVIE".into()],
+            ..Filters::default()
+        };
+        assert_ne!(key("mushi", &filters), key("mushi", &movies));
+        assert_ne!(
+            results_key("p1", "mushi", &filters),
+            results_key("p2", "mushi", &filters)
+        );
+    }
+}
