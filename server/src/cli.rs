@@ -327,11 +327,7 @@ async fn eval(config: &Config, args: EvalArgs) -> Result<()> {
     drop(fake);
     println!("{report}");
     if let Some(path) = &args.report {
-        crate::files::write_atomic(
-            path,
-            serde_json::to_string_pretty(&report)?.as_bytes(),
-            0o644,
-        )?;
+        crate::files::write_json(path, &report)?;
         println!("report written to {}", path.display());
     }
     if let Some(path) = &args.floors {

@@ -42,6 +42,22 @@ pub fn unique_suffix() -> String {
     )
 }
 
+/// Writes `value` as pretty JSON, atomically (reports of `eval` and `bench`).
+pub fn write_json(path: &Path, value: &impl serde::Serialize) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
+    write_atomic(path, text.as_bytes(), 0o644)
+}
+
+/// Serialises a `Duration` as seconds (f64), for reports.
+pub mod seconds {
+    pub fn serialize<S: serde::Serializer>(
+        d: &std::time::Duration,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::os::unix::fs::PermissionsExt;

@@ -9,5 +9,6 @@ pub mod db;
 pub mod fakes;
 pub mod files;
 pub mod http;
+pub mod openai;
 pub mod pypi;
 pub mod search;

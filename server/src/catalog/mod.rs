@@ -20,7 +20,7 @@ pub use store::{DocumentCounts, LoadCounts};
 pub struct IngestReport {
     pub load: LoadCounts,
     pub documents: DocumentCounts,
-    #[serde(with = "seconds")]
+    #[serde(with = "crate::files::seconds")]
     pub elapsed: Duration,
 }
 
@@ -62,15 +62,6 @@ pub async fn load_demo_if_empty(
 
 pub use media::Media;
 pub use premise::LlmPremiser;
-
-mod seconds {
-    pub fn serialize<S: serde::Serializer>(
-        d: &std::time::Duration,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
-        s.serialize_f64(d.as_secs_f64())
-    }
-}
 
 impl std::fmt::Display for IngestReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

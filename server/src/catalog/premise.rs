@@ -5,14 +5,7 @@
 
 use std::time::Duration;
 
-use async_openai::{
-    Client,
-    config::OpenAIConfig,
-    types::chat::{
-        ChatCompletionRequestSystemMessageArgs, ChatCompletionRequestUserMessageArgs,
-        CreateChatCompletionRequestArgs, ReasoningEffort,
-    },
-};
+use async_openai::{Client, config::OpenAIConfig};
 
 use super::franchise::{PREMISE_MAX_CHARS, lead_sentences};
 
@@ -45,16 +38,8 @@ pub struct LlmPremiser {
 
 impl LlmPremiser {
     pub fn new(api_key: &str, base_url: Option<&str>, model: &str, timeout: Duration) -> Self {
-        let mut config = OpenAIConfig::new().with_api_key(api_key);
-        if let Some(base) = base_url {
-            config = config.with_api_base(base.trim_end_matches('/'));
-        }
-        let http = reqwest::Client::builder()
-            .timeout(timeout)
-            .build()
-            .expect("HTTP client");
         Self {
-            client: Client::with_config(config).with_http_client(http),
+            client: crate::openai::client(api_key, base_url, timeout),
             model: model.into(),
             timeout,
         }
@@ -82,28 +67,11 @@ impl LlmPremiser {
             prompt.push_str(&format!("- {title}: {synopsis}\n"));
         }
         // Reasoning models take `reasoning_effort` and reject `temperature`: never send it.
-        let request = CreateChatCompletionRequestArgs::default()
-            .model(&self.model)
-            .reasoning_effort(ReasoningEffort::Low)
-            .max_completion_tokens(400u32)
-            .messages([
-                ChatCompletionRequestSystemMessageArgs::default()
-                    .content(INSTRUCTIONS)
-                    .build()?
-                    .into(),
-                ChatCompletionRequestUserMessageArgs::default()
-                    .content(prompt)
-                    .build()?
-                    .into(),
-            ])
-            .build()?;
+        let request = crate::openai::chat_request(&self.model, INSTRUCTIONS, prompt, 400, None)?;
         let response = tokio::time::timeout(self.timeout, self.client.chat().create(request))
             .await
             .map_err(|_| PremiseError::Timeout(self.timeout))??;
-        let text = response
-            .choices
-            .into_iter()
-            .find_map(|choice| choice.message.content)
+        let text = crate::openai::first_text(response)
             .map(|text| text.split_whitespace().collect::<Vec<_>>().join(" "))
             .filter(|text| !text.is_empty())
             .ok_or(PremiseError::Empty)?;

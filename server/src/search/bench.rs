@@ -274,11 +274,7 @@ pub async fn run(config: &Config, pool: PgPool, args: BenchArgs) -> Result<()> {
             embed_docs_per_second_q4_baseline: q4_rate,
             reingest_seconds: reingest,
         };
-        crate::files::write_atomic(
-            path,
-            serde_json::to_string_pretty(&report)?.as_bytes(),
-            0o644,
-        )?;
+        crate::files::write_json(path, &report)?;
         println!("report written to {}", path.display());
     }
     Ok(())

@@ -190,16 +190,8 @@ pub struct OpenAiEmbedder {
 
 impl OpenAiEmbedder {
     pub fn new(api_key: &str, base_url: Option<&str>, timeout: Duration) -> Self {
-        let mut config = OpenAIConfig::new().with_api_key(api_key);
-        if let Some(base) = base_url {
-            config = config.with_api_base(base.trim_end_matches('/'));
-        }
-        let http = reqwest::Client::builder()
-            .timeout(timeout)
-            .build()
-            .expect("HTTP client");
         Self {
-            client: Client::with_config(config).with_http_client(http),
+            client: crate::openai::client(api_key, base_url, timeout),
             timeout,
         }
     }

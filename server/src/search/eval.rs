@@ -250,13 +250,7 @@ pub async fn run(
                 .map(|hit| hit.anime_id)
                 .collect();
             similar.add(&ranking, &expected);
-            first_rank.insert(
-                "similar".to_string(),
-                ranking
-                    .iter()
-                    .position(|id| expected.contains(id))
-                    .map(|r| r + 1),
-            );
+            first_rank.insert("similar".to_string(), rank_of_first(&ranking, &expected));
             cases.push(CaseResult {
                 id: case.id.clone(),
                 first_rank,
@@ -350,13 +344,7 @@ pub async fn run(
                 .entry(case.kind.clone())
                 .or_default()
                 .add(ranking, &expected);
-            first_rank.insert(
-                method.to_string(),
-                ranking
-                    .iter()
-                    .position(|id| expected.contains(id))
-                    .map(|r| r + 1),
-            );
+            first_rank.insert(method.to_string(), rank_of_first(ranking, &expected));
         }
         cases.push(CaseResult {
             id: case.id.clone(),
@@ -399,6 +387,14 @@ pub async fn run(
         similar: similar.metrics(),
         cases,
     })
+}
+
+/// 1-based rank of the first expected anime in `ranking`.
+fn rank_of_first(ranking: &[i32], expected: &[i32]) -> Option<usize> {
+    ranking
+        .iter()
+        .position(|id| expected.contains(id))
+        .map(|r| r + 1)
 }
 
 /// Mean over `folds` of the MRR on each fold's cases with weights fitted on the other folds.

@@ -303,8 +303,8 @@ with the ids of the candidates ordered from the best match to the worst. Judge b
 description says: plot, characters, setting, mood, era. Use only the given ids.";
 
 /// Reranks through an OpenAI chat model with structured output: the answer must be a JSON
-/// object `{"ids": [..]}` (the schema is sent, strict). `reasoning_effort` is low and
-/// `temperature` is never sent (reasoning models reject it).
+/// object `{"ids": [..]}` (the schema is sent, strict); the request shape (low reasoning
+/// effort, no temperature) is [`crate::openai::chat_request`]'s.
 pub struct LlmReranker {
     client: async_openai::Client<async_openai::config::OpenAIConfig>,
     model: String,
@@ -318,16 +318,8 @@ impl LlmReranker {
         model: &str,
         timeout: std::time::Duration,
     ) -> Self {
-        let mut config = async_openai::config::OpenAIConfig::new().with_api_key(api_key);
-        if let Some(base) = base_url {
-            config = config.with_api_base(base.trim_end_matches('/'));
-        }
-        let http = reqwest::Client::builder()
-            .timeout(timeout)
-            .build()
-            .expect("HTTP client");
         Self {
-            client: async_openai::Client::with_config(config).with_http_client(http),
+            client: crate::openai::client(api_key, base_url, timeout),
             model: model.into(),
             timeout,
         }
@@ -351,46 +343,31 @@ impl Reranker for LlmReranker {
     }
 
     async fn rerank(&self, query: &str, candidates: &[Candidate]) -> Result<Vec<i32>, RerankError> {
-        use async_openai::types::chat::{
-            ChatCompletionRequestSystemMessageArgs, ChatCompletionRequestUserMessageArgs,
-            CreateChatCompletionRequestArgs, ReasoningEffort, ResponseFormat,
-            ResponseFormatJsonSchema,
-        };
+        use async_openai::types::chat::{ResponseFormat, ResponseFormatJsonSchema};
         let mut prompt = format!("Description: {query}\n\nCandidates:\n");
         for candidate in candidates {
             let summary = candidate.summary.replace('\n', " ");
             prompt.push_str(&format!("{}: {summary}\n", candidate.anime_id));
         }
-        let request = CreateChatCompletionRequestArgs::default()
-            .model(&self.model)
-            .reasoning_effort(ReasoningEffort::Low)
-            .max_completion_tokens(2_000u32)
-            .response_format(ResponseFormat::JsonSchema {
-                json_schema: ResponseFormatJsonSchema {
-                    description: Some("Candidate ids, best match first".into()),
-                    name: "ranking".into(),
-                    schema: Self::schema(),
-                    strict: Some(true),
-                },
-            })
-            .messages([
-                ChatCompletionRequestSystemMessageArgs::default()
-                    .content(RERANK_INSTRUCTIONS)
-                    .build()?
-                    .into(),
-                ChatCompletionRequestUserMessageArgs::default()
-                    .content(prompt)
-                    .build()?
-                    .into(),
-            ])
-            .build()?;
+        let format = ResponseFormat::JsonSchema {
+            json_schema: ResponseFormatJsonSchema {
+                description: Some("Candidate ids, best match first".into()),
+                name: "ranking".into(),
+                schema: Self::schema(),
+                strict: Some(true),
+            },
+        };
+        let request = crate::openai::chat_request(
+            &self.model,
+            RERANK_INSTRUCTIONS,
+            prompt,
+            2_000,
+            Some(format),
+        )?;
         let response = tokio::time::timeout(self.timeout, self.client.chat().create(request))
             .await
             .map_err(|_| RerankError::Timeout(self.timeout))??;
-        let text = response
-            .choices
-            .into_iter()
-            .find_map(|choice| choice.message.content)
+        let text = crate::openai::first_text(response)
             .ok_or_else(|| RerankError::Garbage("no content".into()))?;
         #[derive(serde::Deserialize)]
         struct Answer {

@@ -27,7 +27,7 @@ pub struct EmbedReport {
     pub missing: usize,
     pub from_cache: usize,
     pub embedded: usize,
-    #[serde(with = "seconds")]
+    #[serde(with = "crate::files::seconds")]
     pub elapsed: Duration,
     /// Documents the model embedded per second (cache hits left out).
     pub docs_per_second: f64,
@@ -281,15 +281,6 @@ fn key(content_hash: &str) -> Option<[u8; 32]> {
         *byte = u8::from_str_radix(content_hash.get(i * 2..i * 2 + 2)?, 16).ok()?;
     }
     Some(out)
-}
-
-mod seconds {
-    pub fn serialize<S: serde::Serializer>(
-        d: &std::time::Duration,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
-        s.serialize_f64(d.as_secs_f64())
-    }
 }
 
 #[cfg(test)]
