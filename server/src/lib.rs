@@ -11,4 +11,5 @@ pub mod files;
 pub mod http;
 pub mod openai;
 pub mod pypi;
+pub mod quota;
 pub mod search;

@@ -1,0 +1,183 @@
+//! The search quota: anonymous visitors 10 text searches per calendar year, free accounts 30 per
+//! calendar month, Premium 200 per calendar month, all in UTC. Only text searches count.
+//!
+//! [`reserve`] decides in one transaction that holds `pg_advisory_xact_lock` for the subject, so
+//! concurrent searches of one subject are decided one after another and can neither overspend
+//! nor double-count:
+//! 1. the same normalised query (filters included) counted within the last 3 minutes: runs,
+//!    not counted again;
+//! 2. else, allowance used up: refused (nothing runs);
+//! 3. else one unit is recorded; [`refund`] gives it back if the search then fails outright.
+//!
+//! Time comes from PostgreSQL (`now()`), or from the `at` argument in tests, so "3 minutes
+//! later" and "next month" are checked without waiting.
+
+use sqlx::PgPool;
+
+/// How long a repeated query is free after the counted one.
+pub const REPEAT_WINDOW: &str = "3 minutes";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Plan {
+    Anonymous,
+    Free,
+    Premium,
+}
+
+impl Plan {
+    pub fn limit(self) -> i64 {
+        match self {
+            Plan::Anonymous => 10,
+            Plan::Free => 30,
+            Plan::Premium => 200,
+        }
+    }
+
+    /// The calendar period the allowance covers (a `date_trunc` field).
+    fn period(self) -> &'static str {
+        match self {
+            Plan::Anonymous => "year",
+            Plan::Free | Plan::Premium => "month",
+        }
+    }
+
+    /// A user's plan as stored in `users.plan`.
+    pub fn from_stored(plan: &str) -> Self {
+        match plan {
+            "premium" => Plan::Premium,
+            _ => Plan::Free,
+        }
+    }
+}
+
+/// Where a subject stands in the current period.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Usage {
+    pub used: i64,
+    pub limit: i64,
+    /// First day of the next period, `YYYY-MM-DD` (UTC).
+    pub resets_on: String,
+}
+
+impl Usage {
+    pub fn remaining(&self) -> i64 {
+        (self.limit - self.used).max(0)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reservation {
+    /// One unit recorded; refund it with this id if the search fails outright.
+    Counted { usage_id: i64, usage: Usage },
+    /// The same query was counted within the last 3 minutes: it runs for free.
+    Repeat { usage: Usage },
+    /// The allowance is used up: the search must not run.
+    Refused { usage: Usage },
+}
+
+/// Reserves one text search for `subject` (see the module documentation). `at` overrides the
+/// clock (an ISO 8601 timestamp; tests only).
+pub async fn reserve(
+    pool: &PgPool,
+    subject: &str,
+    plan: Plan,
+    query_key: &str,
+    at: Option<&str>,
+) -> Result<Reservation, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+        .bind(subject)
+        .execute(&mut *tx)
+        .await?;
+    let (now, used, resets_on, repeat): (String, i64, String, bool) =
+        sqlx::query_as(&standing_sql(plan))
+            .bind(subject)
+            .bind(at)
+            .bind(query_key)
+            .fetch_one(&mut *tx)
+            .await?;
+    let usage = Usage {
+        used,
+        limit: plan.limit(),
+        resets_on,
+    };
+    let reservation = if repeat {
+        Reservation::Repeat { usage }
+    } else if used >= plan.limit() {
+        Reservation::Refused { usage }
+    } else {
+        let usage_id: i64 = sqlx::query_scalar(
+            "INSERT INTO search_usage (subject, query_key, counted_at)
+             VALUES ($1, $2, $3::timestamptz) RETURNING id",
+        )
+        .bind(subject)
+        .bind(query_key)
+        .bind(&now)
+        .fetch_one(&mut *tx)
+        .await?;
+        Reservation::Counted {
+            usage_id,
+            usage: Usage {
+                used: used + 1,
+                ..usage
+            },
+        }
+    };
+    tx.commit().await?;
+    Ok(reservation)
+}
+
+/// Gives a counted unit back (the search it paid for failed outright). Idempotent.
+pub async fn refund(pool: &PgPool, usage_id: i64) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE search_usage SET refunded_at = now() WHERE id = $1 AND refunded_at IS NULL",
+    )
+    .bind(usage_id)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// Where `subject` stands, without reserving anything.
+pub async fn usage(
+    pool: &PgPool,
+    subject: &str,
+    plan: Plan,
+    at: Option<&str>,
+) -> Result<Usage, sqlx::Error> {
+    let (_, used, resets_on, _): (String, i64, String, bool) = sqlx::query_as(&standing_sql(plan))
+        .bind(subject)
+        .bind(at)
+        .bind("")
+        .fetch_one(pool)
+        .await?;
+    Ok(Usage {
+        used,
+        limit: plan.limit(),
+        resets_on,
+    })
+}
+
+/// The clock, units used this period, the next period's first day and whether `$3` was counted
+/// within the repeat window, for subject `$1` at time `$2` (NULL: now).
+fn standing_sql(plan: Plan) -> String {
+    let period = plan.period();
+    format!(
+        "WITH clock AS (SELECT coalesce($2::timestamptz, now()) AS t),
+         period AS (
+             SELECT t, date_trunc('{period}', t, 'UTC') AS starts,
+                    date_trunc('{period}', t, 'UTC') + interval '1 {period}' AS ends
+             FROM clock
+         )
+         SELECT to_char(p.t AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'),
+                (SELECT count(*) FROM search_usage u
+                  WHERE u.subject = $1 AND u.refunded_at IS NULL
+                    AND u.counted_at >= p.starts AND u.counted_at < p.ends),
+                to_char(p.ends AT TIME ZONE 'UTC', 'YYYY-MM-DD'),
+                EXISTS (SELECT 1 FROM search_usage u
+                         WHERE u.subject = $1 AND u.query_key = $3 AND u.refunded_at IS NULL
+                           AND u.counted_at > p.t - interval '{REPEAT_WINDOW}'
+                           AND u.counted_at <= p.t)
+         FROM period p"
+    )
+}

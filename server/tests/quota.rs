@@ -1,0 +1,250 @@
+//! The search quota against the real PostgreSQL: exact counting under concurrency, the 3-minute
+//! repeat window, period rollovers, refunds and upgrades.
+
+use std::collections::HashSet;
+
+use server::quota::{self, Plan, Reservation};
+use sqlx::PgPool;
+
+const T0: &str = "2026-11-30T10:00:00Z";
+
+/// Records `n` counted searches for `subject` at `at`, each a different query.
+async fn spend(pool: &PgPool, subject: &str, plan: Plan, n: usize, at: &str) {
+    for i in 0..n {
+        let outcome = quota::reserve(pool, subject, plan, &format!("spent-{i}-{at}"), Some(at))
+            .await
+            .unwrap();
+        assert!(
+            matches!(outcome, Reservation::Counted { .. }),
+            "{outcome:?}"
+        );
+    }
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn two_hundred_concurrent_searches_with_thirty_left_record_exactly_thirty(pool: PgPool) {
+    // A Premium account that has used 170 of 200 this month.
+    spend(&pool, "user:1", Plan::Premium, 170, T0).await;
+    let tasks: Vec<_> = (0..200)
+        .map(|i| {
+            let pool = pool.clone();
+            tokio::spawn(async move {
+                quota::reserve(&pool, "user:1", Plan::Premium, &format!("q{i}"), Some(T0))
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut counted = 0;
+    let mut refused = 0;
+    for task in tasks {
+        match task.await.unwrap() {
+            Reservation::Counted { .. } => counted += 1,
+            Reservation::Refused { usage } => {
+                assert_eq!((usage.used, usage.limit), (200, 200));
+                refused += 1;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!((counted, refused), (30, 170));
+    let stored: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM search_usage WHERE subject = 'user:1'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(stored, 200);
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn twenty_concurrent_identical_queries_count_once(pool: PgPool) {
+    let tasks: Vec<_> = (0..20)
+        .map(|_| {
+            let pool = pool.clone();
+            tokio::spawn(async move {
+                quota::reserve(&pool, "visitor:a", Plan::Anonymous, "same query", Some(T0))
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut outcomes = Vec::new();
+    for task in tasks {
+        outcomes.push(task.await.unwrap());
+    }
+    let counted = outcomes
+        .iter()
+        .filter(|o| matches!(o, Reservation::Counted { .. }))
+        .count();
+    let repeats = outcomes
+        .iter()
+        .filter(|o| matches!(o, Reservation::Repeat { .. }))
+        .count();
+    assert_eq!((counted, repeats), (1, 19));
+    let usage = quota::usage(&pool, "visitor:a", Plan::Anonymous, Some(T0))
+        .await
+        .unwrap();
+    assert_eq!((usage.used, usage.remaining()), (1, 9));
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_repeat_is_free_for_three_minutes_then_counts_again(pool: PgPool) {
+    let reserve = |at: &'static str| {
+        let pool = pool.clone();
+        async move {
+            quota::reserve(&pool, "user:7", Plan::Free, "mushishi", Some(at))
+                .await
+                .unwrap()
+        }
+    };
+    assert!(matches!(
+        reserve("2026-11-30T10:00:00Z").await,
+        Reservation::Counted { .. }
+    ));
+    assert!(matches!(
+        reserve("2026-11-30T10:02:59Z").await,
+        Reservation::Repeat { .. }
+    ));
+    assert!(matches!(
+        reserve("2026-11-30T10:03:01Z").await,
+        Reservation::Counted { .. }
+    ));
+    // Another query, or the same query of another subject, is not a repeat.
+    let other = quota::reserve(
+        &pool,
+        "user:7",
+        Plan::Free,
+        "kino",
+        Some("2026-11-30T10:03:02Z"),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(other, Reservation::Counted { .. }));
+    let someone_else = quota::reserve(
+        &pool,
+        "user:8",
+        Plan::Free,
+        "mushishi",
+        Some("2026-11-30T10:03:03Z"),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(someone_else, Reservation::Counted { .. }));
+    let usage = quota::usage(&pool, "user:7", Plan::Free, Some("2026-11-30T10:04:00Z"))
+        .await
+        .unwrap();
+    assert_eq!(usage.used, 3);
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn allowances_reset_with_the_calendar_month_or_year_in_utc(pool: PgPool) {
+    // A free account spends its 30 in November and is refused; December 1st (UTC) resets it.
+    spend(&pool, "user:2", Plan::Free, 30, "2026-11-30T23:59:00Z").await;
+    let refused = quota::reserve(
+        &pool,
+        "user:2",
+        Plan::Free,
+        "one more",
+        Some("2026-11-30T23:59:30Z"),
+    )
+    .await
+    .unwrap();
+    let Reservation::Refused { usage } = refused else {
+        panic!("{refused:?}")
+    };
+    assert_eq!(
+        (usage.used, usage.limit, usage.resets_on.as_str()),
+        (30, 30, "2026-12-01")
+    );
+    let december = quota::reserve(
+        &pool,
+        "user:2",
+        Plan::Free,
+        "one more",
+        Some("2026-12-01T00:00:00Z"),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(december, Reservation::Counted { ref usage, .. } if usage.used == 1));
+
+    // An anonymous visitor's 10 last the calendar year: refused in December, fine on January 1st.
+    spend(
+        &pool,
+        "visitor:b",
+        Plan::Anonymous,
+        10,
+        "2026-02-01T12:00:00Z",
+    )
+    .await;
+    let late = quota::reserve(
+        &pool,
+        "visitor:b",
+        Plan::Anonymous,
+        "x",
+        Some("2026-12-31T23:00:00Z"),
+    )
+    .await
+    .unwrap();
+    assert!(
+        matches!(late, Reservation::Refused { ref usage } if usage.resets_on == "2027-01-01"),
+        "{late:?}"
+    );
+    let new_year = quota::reserve(
+        &pool,
+        "visitor:b",
+        Plan::Anonymous,
+        "x",
+        Some("2027-01-01T00:00:01Z"),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(new_year, Reservation::Counted { .. }));
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn an_upgrade_to_premium_counts_what_was_used_this_month(pool: PgPool) {
+    spend(&pool, "user:3", Plan::Free, 30, T0).await;
+    assert!(matches!(
+        quota::reserve(&pool, "user:3", Plan::Free, "more", Some(T0))
+            .await
+            .unwrap(),
+        Reservation::Refused { .. }
+    ));
+    // The same subject on the Premium plan: 30 used of 200, so it runs at once.
+    let upgraded = quota::reserve(&pool, "user:3", Plan::Premium, "more", Some(T0))
+        .await
+        .unwrap();
+    let Reservation::Counted { usage, .. } = upgraded else {
+        panic!("{upgraded:?}")
+    };
+    assert_eq!((usage.used, usage.limit, usage.remaining()), (31, 200, 169));
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_refunded_unit_is_given_back_once(pool: PgPool) {
+    let Reservation::Counted { usage_id, .. } =
+        quota::reserve(&pool, "visitor:c", Plan::Anonymous, "q", Some(T0))
+            .await
+            .unwrap()
+    else {
+        panic!("not counted")
+    };
+    quota::refund(&pool, usage_id).await.unwrap();
+    quota::refund(&pool, usage_id).await.unwrap();
+    let usage = quota::usage(&pool, "visitor:c", Plan::Anonymous, Some(T0))
+        .await
+        .unwrap();
+    assert_eq!(usage.used, 0);
+    // A refunded search is no repeat either: running it again counts.
+    let again = quota::reserve(&pool, "visitor:c", Plan::Anonymous, "q", Some(T0))
+        .await
+        .unwrap();
+    assert!(matches!(again, Reservation::Counted { .. }));
+    let ids: HashSet<i64> = sqlx::query_scalar("SELECT id FROM search_usage")
+        .fetch_all(&pool)
+        .await
+        .unwrap()
+        .into_iter()
+        .collect();
+    assert_eq!(ids.len(), 2);
+}
