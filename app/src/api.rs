@@ -45,8 +45,8 @@ pub mod backend {
             .ok_or_else(|| ServerFnError::new("no backend in context"))
     }
 
-    /// Sets the HTTP status of the page being rendered (ignored for server-function calls,
-    /// which have their own response).
+    /// Sets the HTTP status of the response being built (call it while rendering a page; in a
+    /// server function it would change that function's response).
     pub fn set_status(status: http::StatusCode) {
         if let Some(response) = leptos::prelude::use_context::<leptos_axum::ResponseOptions>() {
             response.set_status(status);
@@ -60,10 +60,9 @@ pub async fn search(query: String, filters: Filters) -> Result<SearchReply, Serv
     use backend::BackendError;
     match backend::current()?.search(&query, &filters).await {
         Ok(results) => Ok(Ok(results)),
-        Err(BackendError::BadRequest(message)) => {
-            backend::set_status(http::StatusCode::BAD_REQUEST);
-            Ok(Err(message))
-        }
+        // The page sets HTTP 400 when it renders this on the server; a server-function call
+        // from the browser gets 200 and the message, which the page shows.
+        Err(BackendError::BadRequest(message)) => Ok(Err(message)),
         Err(BackendError::Failed(message)) => Err(ServerFnError::new(message)),
     }
 }

@@ -198,6 +198,9 @@ pub fn HomePage() -> impl IntoView {
                         None => ().into_any(),
                         Some(Ok(Ok(results))) => view! { <Results results /> }.into_any(),
                         Some(Ok(Err(refused))) => {
+                            // Rendered on the server, the page itself answers 400.
+                            #[cfg(feature = "ssr")]
+                            crate::api::backend::set_status(http::StatusCode::BAD_REQUEST);
                             view! { <p class="notice error" role="alert">{refused}</p> }.into_any()
                         }
                         Some(Err(_)) => {

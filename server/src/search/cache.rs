@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 use unicode_normalization::UnicodeNormalization;
 
-use super::{BRANCH_LIMIT, CONFIDENT_MARGIN, PAGE_SIZE, fusion, rerank, vectors::literal};
+use super::{BRANCH_LIMIT, CONFIDENT_MARGIN, PAGE_SIZE, fusion, lexical, rerank, vectors::literal};
 
 /// Bump when search code changes what a query returns in a way the constants below miss.
 const PIPELINE_REVISION: u32 = 1;
@@ -33,12 +33,19 @@ pub fn normalise(query: &str) -> String {
         .join(" ")
 }
 
-/// Everything that shapes a results page besides the query and the catalog.
+/// Everything that shapes a results page besides the query and the catalog: the models, the
+/// constants of each stage, and a revision number for code changes the constants miss.
 pub fn pipeline_fingerprint(embedding_model: &str, reranker: &str) -> String {
+    // Vector search and similar-to SQL too: a change there changes pages.
+    let vector_sql = super::vector::search_sql(embedding_model).unwrap_or_default();
     format!(
-        "r{PIPELINE_REVISION}|{embedding_model}|{reranker}|k{}|b{BRANCH_LIMIT}|p{PAGE_SIZE}|c{CONFIDENT_MARGIN}|{:?}",
+        "r{PIPELINE_REVISION}|{embedding_model}|{reranker}|k{}|b{BRANCH_LIMIT}|p{PAGE_SIZE}|c{CONFIDENT_MARGIN}|n{}|{:?}|{}|s{}|{}",
         fusion::K,
-        rerank::FITTED
+        rerank::CANDIDATES,
+        rerank::FITTED,
+        lexical::fingerprint(),
+        super::SNIPPET_CHARS,
+        crate::catalog::document::hex(&Sha256::digest(vector_sql.as_bytes())),
     )
 }
 

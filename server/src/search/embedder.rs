@@ -98,13 +98,20 @@ pub fn from_config(config: &Config) -> anyhow::Result<Arc<dyn Embedder>> {
 pub struct LocalEmbedder {
     model: Arc<E5Model>,
     workers: usize,
+    /// Query inferences running at once (one per core). A caller that gives up (its time budget
+    /// ran out) cannot stop an inference already on a thread; the permit stays with the thread
+    /// until it ends, so abandoned work can never pile up beyond the cores and slow every later
+    /// query — those wait for a permit inside their own budget instead.
+    running: Arc<tokio::sync::Semaphore>,
 }
 
 impl LocalEmbedder {
     pub fn new(model: Arc<E5Model>, workers: usize) -> Self {
+        let workers = workers.max(1);
         Self {
             model,
-            workers: workers.max(1),
+            workers,
+            running: Arc::new(tokio::sync::Semaphore::new(workers)),
         }
     }
 }
@@ -124,12 +131,21 @@ impl Embedder for LocalEmbedder {
     }
 
     async fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
+        let permit = self
+            .running
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|e| EmbedError::Local(e.to_string()))?;
         let model = self.model.clone();
         let text = text.to_string();
-        tokio::task::spawn_blocking(move || model.embed(&text, Kind::Query))
-            .await
-            .map_err(|e| EmbedError::Local(e.to_string()))?
-            .map_err(|e| EmbedError::Local(format!("{e:#}")))
+        tokio::task::spawn_blocking(move || {
+            let _running = permit;
+            model.embed(&text, Kind::Query)
+        })
+        .await
+        .map_err(|e| EmbedError::Local(e.to_string()))?
+        .map_err(|e| EmbedError::Local(format!("{e:#}")))
     }
 
     async fn embed_passages(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {

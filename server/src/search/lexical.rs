@@ -14,6 +14,7 @@
 //! a Spanish query match nothing instead of everything.
 
 use app::search::Filters;
+use sha2::Digest;
 use sqlx::PgPool;
 
 use super::filters;
@@ -29,6 +30,11 @@ const MAX_QUERY_WORDS: usize = 12;
 const ALL_WORDS_BONUS: f32 = 0.5;
 // A title matches when its trigram similarity to the whole query reaches pg_trgm's
 // `similarity_threshold` (0.3 by default; the `%` operator reads it and the index serves it).
+/// Words on PostgreSQL's Spanish stop list that are also English content words ("pirates who
+/// sail the sea", "the Meiji era"): kept, though Spanish stop words are otherwise dropped.
+const ENGLISH_WORDS_IN_SPANISH_STOPLIST: [&str; 9] = [
+    "sea", "seas", "son", "sons", "era", "eras", "sin", "sins", "nada",
+];
 /// Longer queries skip title matching: no title is long enough to reach the similarity threshold
 /// against them, and a long query makes the trigram index scan slow (54 ms for 150 characters).
 const MAX_TITLE_QUERY_CHARS: usize = 80;
@@ -76,21 +82,17 @@ pub struct LexicalHit {
     pub coverage: f32,
 }
 
-/// Up to `limit` matches, best first.
-pub async fn search(
-    pool: &PgPool,
-    query: &str,
-    filters: &Filters,
-    limit: usize,
-) -> Result<Vec<LexicalHit>, sqlx::Error> {
-    let sql = format!(
+/// The SQL of [`search`] (its text and the constants bound to it are part of the results
+/// cache's pipeline fingerprint, see [`fingerprint`]).
+fn search_sql() -> String {
+    format!(
         "WITH total AS (SELECT count(*)::real AS n FROM documents),
          words AS (
              SELECT websearch_to_tsquery('english', w) AS q,
                     (SELECT max(s.documents) FROM unnest(to_tsvector('english', w)) AS t
                      JOIN lexeme_stats s ON s.lexeme = t.lexeme) AS df
              FROM unnest($1::text[]) AS w
-             WHERE numnode(websearch_to_tsquery('spanish', w)) > 0
+             WHERE numnode(websearch_to_tsquery('spanish', w)) > 0 OR w = ANY($9::text[])
          ),
          kept AS (
              SELECT q, ln(total.n / df) AS idf FROM words, total
@@ -128,8 +130,28 @@ pub async fn search(
                 coalesce(x.coverage, 0)::real AS coverage
          FROM text_hits x FULL JOIN title_hits t USING (anime_id)
          ORDER BY score DESC, anime_id LIMIT $5",
-        filters = filters::sql(9)
+        filters = filters::sql(10)
+    )
+}
+
+/// Changes whenever the lexical branch's SQL or constants do.
+pub fn fingerprint() -> String {
+    let inputs = format!(
+        "{}|{ALL_WORDS_BONUS}|{TITLE_WEIGHT}|{MAX_WORD_SHARE}|{MAX_QUERY_WORDS}|{:?}",
+        search_sql(),
+        ENGLISH_WORDS_IN_SPANISH_STOPLIST
     );
+    crate::catalog::document::hex(&sha2::Sha256::digest(inputs.as_bytes()))
+}
+
+/// Up to `limit` matches, best first.
+pub async fn search(
+    pool: &PgPool,
+    query: &str,
+    filters: &Filters,
+    limit: usize,
+) -> Result<Vec<LexicalHit>, sqlx::Error> {
+    let sql = search_sql();
     // Not a named prepared statement: after five runs PostgreSQL may switch a named one to a
     // generic plan that ignores how rare the query's words are (measured: 0.8 s instead of
     // 10 ms); an unnamed statement is planned with its values every time.
@@ -142,7 +164,8 @@ pub async fn search(
         .bind(limit as i64)
         .bind(TITLE_WEIGHT)
         .bind(MAX_WORD_SHARE)
-        .bind(MAX_QUERY_WORDS as i64);
+        .bind(MAX_QUERY_WORDS as i64)
+        .bind(ENGLISH_WORDS_IN_SPANISH_STOPLIST.map(String::from).to_vec());
     filters::bind(query, filters).fetch_all(pool).await
 }
 

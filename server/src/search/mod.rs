@@ -42,7 +42,7 @@ pub const BRANCH_LIMIT: usize = 50;
 pub const PAGE_SIZE: usize = 20;
 /// Entries in an anime page's "similar to this".
 pub const SIMILAR_COUNT: usize = 12;
-const SNIPPET_CHARS: usize = 220;
+pub(crate) const SNIPPET_CHARS: usize = 220;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SearchError {
@@ -114,8 +114,8 @@ pub const CONFIDENT_MARGIN: f64 = 0.4;
 /// Relative lead of the first fused result over the second (1 when there is no second).
 pub fn fused_margin(fused: &[Fused]) -> f64 {
     match fused {
-        [] => 0.0,
-        [_] => 1.0,
+        // Nothing or one thing to order: no rerank call can change it.
+        [] | [_] => 1.0,
         [first, second, ..] => (first.score - second.score) / first.score.max(1e-12),
     }
 }
@@ -188,7 +188,9 @@ impl SearchEngine {
     /// answers (`query_vector` is `None`).
     pub async fn retrieve(&self, raw: &str, filters: &Filters) -> Result<Retrieval, SearchError> {
         let started = Instant::now();
-        let query = clean_query(raw)?;
+        // Every stage reads the normalised text the results cache is keyed by, so two queries
+        // that share a key always get the same page.
+        let query = cache::normalise(&clean_query(raw)?);
         let lexical = async {
             let began = Instant::now();
             let hits = lexical::search(&self.pool, &query, filters, BRANCH_LIMIT).await;
@@ -325,7 +327,7 @@ impl SearchEngine {
             let answer = tokio::time::timeout(
                 self.budgets.rerank,
                 self.reranker
-                    .rerank(&clean_query(raw)?, &candidates)
+                    .rerank(&cache::normalise(&query), &candidates)
                     .instrument(tracing::info_span!("rerank")),
             )
             .await;

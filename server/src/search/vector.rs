@@ -46,17 +46,11 @@ fn index_terms(model: &str) -> Result<(&'static str, usize), VectorError> {
         .ok_or_else(|| VectorError::UnknownModel(model.to_string()))
 }
 
-/// Up to `limit` anime nearest to `vector`, nearest first, with their cosine distance.
-pub async fn search(
-    pool: &PgPool,
-    model: &str,
-    vector: &[f32],
-    filters: &Filters,
-    limit: usize,
-) -> Result<Vec<(i32, f64)>, VectorError> {
+/// The SQL of [`search`]: `$1` the query vector, `$2` the limit, then the filters. The iterative
+/// scan may return rows slightly out of order, so the materialised set is sorted again.
+pub fn search_sql(model: &str) -> Result<String, VectorError> {
     let (name, dimension) = index_terms(model)?;
-    // The iterative scan may return rows slightly out of order: sort the materialised set.
-    let sql = format!(
+    Ok(format!(
         "WITH nearest AS MATERIALIZED (
              SELECT e.anime_id, e.embedding::vector({dimension}) <=> $1::vector({dimension}) AS distance
              FROM embeddings e JOIN anime a ON a.id = e.anime_id
@@ -66,7 +60,18 @@ pub async fn search(
          )
          SELECT anime_id, distance FROM nearest ORDER BY distance, anime_id",
         filters = filters::sql(3)
-    );
+    ))
+}
+
+/// Up to `limit` anime nearest to `vector`, nearest first, with their cosine distance.
+pub async fn search(
+    pool: &PgPool,
+    model: &str,
+    vector: &[f32],
+    filters: &Filters,
+    limit: usize,
+) -> Result<Vec<(i32, f64)>, VectorError> {
+    let sql = search_sql(model)?;
     let mut tx = pool.begin().await?;
     sqlx::query(INDEX_SETTINGS).execute(&mut *tx).await?;
     let query = sqlx::query_as::<_, (i32, f64)>(&sql)
@@ -130,11 +135,12 @@ pub fn similar_sql(model: &str) -> Result<String, VectorError> {
              ORDER BY d.themes <=> (SELECT t FROM source)
              LIMIT $3
          )
-         -- Each candidate's other distance is read only when its other index did not return it.
+         -- Each candidate's other distance is read only when its other index did not return it;
+         -- one that has none yet (a vector still being computed) counts as unrelated on that side.
          SELECT c.anime_id,
                 1 - coalesce(x.d, (SELECT e.embedding::vector({dimension}) <=> (SELECT v FROM source)
                                    FROM embeddings e
-                                   WHERE e.anime_id = c.anime_id AND e.model = '{name}')) AS text_cosine,
+                                   WHERE e.anime_id = c.anime_id AND e.model = '{name}'), 1) AS text_cosine,
                 1 - coalesce(y.d, (SELECT d.themes <=> (SELECT t FROM source) FROM documents d
                                    WHERE d.anime_id = c.anime_id), 1) AS theme_cosine,
                 coalesce(a.popularity, 0) AS popularity,

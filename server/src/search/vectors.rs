@@ -186,6 +186,7 @@ impl VectorCache {
             .collect();
         let path = dir.join(format!("{safe}.{dimension}d.vectors"));
         let mut known = HashMap::new();
+        let _lock = FileLock::exclusive(&path)?;
         if path.exists() {
             let mut bytes = Vec::new();
             File::open(&path)
@@ -258,6 +259,7 @@ impl VectorCache {
         if self.pending.is_empty() {
             return Ok(());
         }
+        let _lock = FileLock::exclusive(&self.path)?;
         let mut file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -268,6 +270,32 @@ impl VectorCache {
             .with_context(|| format!("writing {}", self.path.display()))?;
         self.pending.clear();
         Ok(())
+    }
+}
+
+/// An exclusive `flock` on `<file>.lock`, held while a process reads-and-repairs or appends to
+/// the cache file, so two processes (say `serve` and `ingest`) never see each other's half
+/// written records. Released when dropped (closing the descriptor releases the lock).
+struct FileLock {
+    _held: File,
+}
+
+impl FileLock {
+    fn exclusive(file: &Path) -> Result<Self> {
+        use std::os::fd::AsRawFd;
+        let mut name = file.as_os_str().to_owned();
+        name.push(".lock");
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&name)
+            .with_context(|| format!("opening {}", Path::new(&name).display()))?;
+        // SAFETY: flock on a descriptor this function owns; blocks until the lock is free.
+        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(std::io::Error::last_os_error()).context("locking the vector cache");
+        }
+        Ok(Self { _held: lock })
     }
 }
 
