@@ -403,7 +403,17 @@ async fn serve(config: Config) -> Result<()> {
             }
         }
     });
-    let state = http::AppState::new(pool, engine, &config.site_root);
+    let visitors = crate::accounts::visitor::VisitorConfig {
+        key: crate::accounts::visitor::CookieKey::load(
+            config.cookie_key.as_deref(),
+            &config.embedded.data_dir,
+        )?,
+        secure: config
+            .public_url
+            .as_deref()
+            .is_some_and(|url| url.starts_with("https://")),
+    };
+    let state = http::AppState::new(pool, engine, visitors, &config.site_root);
     if !config
         .site_root
         .join("pkg")

@@ -98,6 +98,16 @@ pub struct Config {
     )]
     pub rerank_timeout_ms: u64,
 
+    /// Key that signs visitor cookies (hex, at least 64 bytes). Unset: one is generated and kept
+    /// in the data folder. Several app servers must share one.
+    #[arg(long, env = "ZENBU_COOKIE_KEY", hide_env_values = true, global = true)]
+    pub cookie_key: Option<String>,
+
+    /// The address users reach the site at (e.g. https://zenbu.example); cookies are marked
+    /// Secure when it is https.
+    #[arg(long, env = "ZENBU_PUBLIC_URL", global = true)]
+    pub public_url: Option<String>,
+
     #[command(flatten)]
     pub embedded: EmbeddedConfig,
 }

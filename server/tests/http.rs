@@ -4,14 +4,21 @@ mod common;
 
 use std::net::SocketAddr;
 
-use server::http::{AppState, router};
+use server::{
+    accounts::visitor::{COOKIE, CookieKey, VisitorConfig},
+    http::{AppState, router},
+};
 use sqlx::PgPool;
 
 /// Serves the app over the demo catalog on an ephemeral port for the duration of the test.
 async fn spawn_app(pool: PgPool) -> SocketAddr {
     let site = tempfile::tempdir().unwrap();
     let engine = common::demo_engine(&pool).await;
-    let state = AppState::new(pool, engine, site.path());
+    let visitors = VisitorConfig {
+        key: CookieKey::load(None, site.path()).unwrap(),
+        secure: false,
+    };
+    let state = AppState::new(pool, engine, visitors, site.path());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
@@ -182,4 +189,57 @@ async fn unknown_paths_are_404_pages(pool: PgPool) {
         .unwrap();
     assert_eq!(response.status(), 404);
     assert!(response.text().await.unwrap().contains("Page not found"));
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn visitors_get_a_signed_cookie_once_and_forged_ones_are_replaced(pool: PgPool) {
+    let addr = spawn_app(pool).await;
+    let client = reqwest::Client::new();
+    let visitor_cookie = |response: &reqwest::Response| {
+        response
+            .headers()
+            .get_all("set-cookie")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .find(|v| v.starts_with(&format!("{COOKIE}=")))
+            .map(|v| v.split(';').next().unwrap().to_string())
+    };
+    let first = client.get(format!("http://{addr}/")).send().await.unwrap();
+    let cookie = visitor_cookie(&first).expect("a new visitor gets a cookie");
+    let full = first
+        .headers()
+        .get("set-cookie")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        full.contains("HttpOnly") && full.contains("SameSite=Lax"),
+        "{full}"
+    );
+
+    // Coming back with it: no new cookie.
+    let back = client
+        .get(format!("http://{addr}/"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(visitor_cookie(&back), None);
+
+    // A forged or unsigned id is ignored and replaced with a new signed one.
+    for forged in [
+        format!("{COOKIE}=0123456789abcdef0123456789abcdef"),
+        cookie.replacen('=', "=x", 1),
+    ] {
+        let response = client
+            .get(format!("http://{addr}/"))
+            .header("cookie", &forged)
+            .send()
+            .await
+            .unwrap();
+        let replaced = visitor_cookie(&response).expect("a forged cookie is replaced");
+        assert_ne!(replaced, forged);
+        assert_ne!(replaced, cookie);
+    }
 }

@@ -26,7 +26,10 @@ use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 use tower_http::trace::TraceLayer;
 
-use crate::search::SearchEngine;
+use crate::{
+    accounts::visitor::{self, VisitorConfig},
+    search::SearchEngine,
+};
 
 pub use error::ApiError;
 
@@ -36,10 +39,16 @@ pub struct AppState {
     pub leptos_options: LeptosOptions,
     pub pool: PgPool,
     pub search: SearchEngine,
+    pub visitors: VisitorConfig,
 }
 
 impl AppState {
-    pub fn new(pool: PgPool, search: SearchEngine, site_root: &Path) -> Self {
+    pub fn new(
+        pool: PgPool,
+        search: SearchEngine,
+        visitors: VisitorConfig,
+        site_root: &Path,
+    ) -> Self {
         let leptos_options = LeptosOptions::builder()
             .output_name(BUNDLE_NAME)
             .site_root(site_root.to_string_lossy().as_ref())
@@ -49,6 +58,7 @@ impl AppState {
             leptos_options,
             pool,
             search,
+            visitors,
         }
     }
 }
@@ -71,6 +81,10 @@ pub fn router(state: AppState) -> Router {
         )
         // Files under the site root (`/pkg/zenbu.js`, ...) or the app's 404 page.
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        .layer(axum::middleware::from_fn_with_state(
+            state.visitors.clone(),
+            visitor::middleware,
+        ))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

@@ -1,0 +1,3 @@
+//! Who is searching: anonymous visitors (signed cookie) now; registered users and sessions next.
+
+pub mod visitor;
