@@ -4,11 +4,11 @@
 
 use leptos::{prelude::*, server_fn::codec::Json};
 
-use crate::search::{AnimeDetails, Filters, SearchResults};
+use crate::search::{AnimeDetails, Filters, Refusal, SearchResults};
 
-/// What a search answers: results, or why the query was refused (the visitor's mistake, shown
-/// on the page; server failures are the outer `ServerFnError`).
-pub type SearchReply = Result<SearchResults, String>;
+/// What a search answers: results, or why it did not run (shown on the page; server failures
+/// are the outer `ServerFnError`).
+pub type SearchReply = Result<SearchResults, Refusal>;
 
 #[cfg(feature = "ssr")]
 pub mod backend {
@@ -16,13 +16,13 @@ pub mod backend {
 
     use leptos::prelude::ServerFnError;
 
-    use crate::search::{AnimeDetails, Filters, SearchResults};
+    use crate::search::{AnimeDetails, Filters, Refusal, SearchResults};
 
     /// Why a backend call failed, as the page must treat it.
     #[derive(Debug)]
     pub enum BackendError {
-        /// The request cannot succeed as sent (empty or too long query): 400.
-        BadRequest(String),
+        /// The search did not run, for a reason the page explains.
+        Refused(Refusal),
         /// Anything else: the page shows a generic error and the cause is logged.
         Failed(String),
     }
@@ -30,8 +30,10 @@ pub mod backend {
     /// What the server offers the pages; implemented in the `server` crate.
     #[async_trait::async_trait]
     pub trait Backend: Send + Sync + 'static {
+        /// A metered text search for whoever sent `request` (its extensions say who).
         async fn search(
             &self,
+            request: &http::request::Parts,
             query: &str,
             filters: &Filters,
         ) -> Result<SearchResults, BackendError>;
@@ -58,11 +60,13 @@ pub mod backend {
 #[server(input = Json)]
 pub async fn search(query: String, filters: Filters) -> Result<SearchReply, ServerFnError> {
     use backend::BackendError;
-    match backend::current()?.search(&query, &filters).await {
+    let request: http::request::Parts =
+        use_context().ok_or_else(|| ServerFnError::new("no request in context"))?;
+    match backend::current()?.search(&request, &query, &filters).await {
         Ok(results) => Ok(Ok(results)),
-        // The page sets HTTP 400 when it renders this on the server; a server-function call
-        // from the browser gets 200 and the message, which the page shows.
-        Err(BackendError::BadRequest(message)) => Ok(Err(message)),
+        // The page sets HTTP 400 or 429 when it renders this on the server; a server-function
+        // call from the browser gets 200 and the reason, which the page shows.
+        Err(BackendError::Refused(refusal)) => Ok(Err(refusal)),
         Err(BackendError::Failed(message)) => Err(ServerFnError::new(message)),
     }
 }
@@ -72,8 +76,9 @@ pub async fn search(query: String, filters: Filters) -> Result<SearchReply, Serv
 pub async fn load_anime(id: i32) -> Result<Option<AnimeDetails>, ServerFnError> {
     match backend::current()?.anime(id).await {
         Ok(details) => Ok(details),
-        Err(
-            backend::BackendError::BadRequest(message) | backend::BackendError::Failed(message),
-        ) => Err(ServerFnError::new(message)),
+        Err(backend::BackendError::Refused(refusal)) => {
+            Err(ServerFnError::new(format!("{refusal:?}")))
+        }
+        Err(backend::BackendError::Failed(message)) => Err(ServerFnError::new(message)),
     }
 }

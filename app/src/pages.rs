@@ -9,7 +9,10 @@ use leptos_router::{
 
 use crate::{
     api::{load_anime, search},
-    search::{AnimeCard, AnimeDetails, Branch, Filters, MAX_QUERY_CHARS, Ranking, SearchResults},
+    search::{
+        AnimeCard, AnimeDetails, Branch, Filters, MAX_QUERY_CHARS, QuotaInfo, Ranking, Refusal,
+        SearchResults,
+    },
 };
 
 /// Example descriptions a visitor can try with one click.
@@ -197,11 +200,16 @@ pub fn HomePage() -> impl IntoView {
                     match results.await {
                         None => ().into_any(),
                         Some(Ok(Ok(results))) => view! { <Results results /> }.into_any(),
-                        Some(Ok(Err(refused))) => {
+                        Some(Ok(Err(Refusal::BadQuery(message)))) => {
                             // Rendered on the server, the page itself answers 400.
                             #[cfg(feature = "ssr")]
                             crate::api::backend::set_status(http::StatusCode::BAD_REQUEST);
-                            view! { <p class="notice error" role="alert">{refused}</p> }.into_any()
+                            view! { <p class="notice error" role="alert">{message}</p> }.into_any()
+                        }
+                        Some(Ok(Err(Refusal::QuotaExhausted(quota)))) => {
+                            #[cfg(feature = "ssr")]
+                            crate::api::backend::set_status(http::StatusCode::TOO_MANY_REQUESTS);
+                            view! { <QuotaExhausted quota /> }.into_any()
                         }
                         Some(Err(_)) => {
                             view! {
@@ -218,9 +226,37 @@ pub fn HomePage() -> impl IntoView {
     }
 }
 
+/// What a searcher is told when their allowance is used up: the limit, when it resets, and how
+/// to get more.
+#[component]
+fn QuotaExhausted(quota: QuotaInfo) -> impl IntoView {
+    let period = if quota.period == "year" {
+        "this year"
+    } else {
+        "this month"
+    };
+    view! {
+        <section class="notice error quota-exhausted" role="alert">
+            <h2>"You have used all your searches"</h2>
+            <p>
+                {format!(
+                    "You have used all {} text searches {period}. They come back on {}.",
+                    quota.limit,
+                    quota.resets_on,
+                )}
+            </p>
+            <p>
+                "For more, create a free account (30 searches a month) or go Premium (200 a month). "
+                "Browsing titles and “similar to” lists stays free."
+            </p>
+        </section>
+    }
+}
+
 #[component]
 fn Results(results: SearchResults) -> impl IntoView {
     let count = results.hits.len();
+    let quota = results.quota.clone();
     view! {
         <section class="results" aria-labelledby="results-heading">
             <h2 id="results-heading">
@@ -268,6 +304,20 @@ fn Results(results: SearchResults) -> impl IntoView {
                     .collect_view()}
             </ol>
             <p class="timing">{format!("{count} results in {:.0} ms", results.took_ms)}</p>
+            {quota
+                .map(|quota| {
+                    let period = if quota.period == "year" { "this year" } else { "this month" };
+                    view! {
+                        <p class="quota" role="status">
+                            {format!(
+                                "{} of {} searches left {period} (resets on {}).",
+                                quota.remaining(),
+                                quota.limit,
+                                quota.resets_on,
+                            )}
+                        </p>
+                    }
+                })}
         </section>
     }
 }

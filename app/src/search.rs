@@ -91,6 +91,34 @@ pub struct SearchResults {
     /// Served from the results cache.
     pub cached: bool,
     pub took_ms: f64,
+    /// The searcher's allowance after this search.
+    pub quota: Option<QuotaInfo>,
+}
+
+/// Where a searcher stands with their allowance.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuotaInfo {
+    pub used: i64,
+    pub limit: i64,
+    /// "year" or "month".
+    pub period: String,
+    /// First day of the next period, `YYYY-MM-DD` (UTC).
+    pub resets_on: String,
+}
+
+impl QuotaInfo {
+    pub fn remaining(&self) -> i64 {
+        (self.limit - self.used).max(0)
+    }
+}
+
+/// Why a search did not run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Refusal {
+    /// The query cannot be searched as written (empty, too long): HTTP 400.
+    BadQuery(String),
+    /// The allowance is used up: HTTP 429.
+    QuotaExhausted(QuotaInfo),
 }
 
 /// Everything the anime page shows.

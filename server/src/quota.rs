@@ -34,7 +34,7 @@ impl Plan {
     }
 
     /// The calendar period the allowance covers (a `date_trunc` field).
-    fn period(self) -> &'static str {
+    pub fn period(self) -> &'static str {
         match self {
             Plan::Anonymous => "year",
             Plan::Free | Plan::Premium => "month",
@@ -180,4 +180,61 @@ fn standing_sql(plan: Plan) -> String {
                            AND u.counted_at <= p.t)
          FROM period p"
     )
+}
+
+/// A text search charged to `subject`: the query is checked first (a query that cannot run
+/// costs nothing), then a unit is reserved; a refused reservation runs nothing, and a search
+/// that fails outright gives its unit back.
+pub async fn metered_search(
+    engine: &crate::search::SearchEngine,
+    subject: &str,
+    plan: Plan,
+    query: &str,
+    filters: &app::search::Filters,
+) -> Result<app::search::SearchResults, Metered> {
+    crate::search::clean_query(query)?;
+    let key = crate::search::cache::results_key("quota", query, filters);
+    let reservation = reserve(engine.pool(), subject, plan, &key, None).await?;
+    let usage = match &reservation {
+        Reservation::Counted { usage, .. } | Reservation::Repeat { usage } => usage.clone(),
+        Reservation::Refused { usage } => return Err(Metered::Exhausted(info(plan, usage))),
+    };
+    match engine.search(query, filters).await {
+        Ok(mut results) => {
+            results.quota = Some(info(plan, &usage));
+            Ok(results)
+        }
+        Err(error) => {
+            if let Reservation::Counted { usage_id, .. } = reservation
+                && let Err(refund_error) = refund(engine.pool(), usage_id).await
+            {
+                tracing::error!(%refund_error, usage_id, "a failed search's unit was not given back");
+            }
+            Err(error.into())
+        }
+    }
+}
+
+/// What the pages show of a usage.
+pub fn info(plan: Plan, usage: &Usage) -> app::search::QuotaInfo {
+    app::search::QuotaInfo {
+        used: usage.used,
+        limit: usage.limit,
+        period: plan.period().to_string(),
+        resets_on: usage.resets_on.clone(),
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Metered {
+    #[error("the search allowance is used up")]
+    Exhausted(app::search::QuotaInfo),
+    #[error(transparent)]
+    Search(#[from] crate::search::SearchError),
+}
+
+impl From<sqlx::Error> for Metered {
+    fn from(error: sqlx::Error) -> Self {
+        Metered::Search(error.into())
+    }
 }

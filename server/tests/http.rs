@@ -243,3 +243,79 @@ async fn visitors_get_a_signed_cookie_once_and_forged_ones_are_replaced(pool: Pg
         assert_ne!(replaced, cookie);
     }
 }
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_visitor_gets_ten_searches_a_year_and_the_eleventh_is_refused(pool: PgPool) {
+    let year: i32 = sqlx::query_scalar("SELECT extract(year FROM now() AT TIME ZONE 'UTC')::int")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    let addr = spawn_app(pool).await;
+    let client = reqwest::Client::new();
+    let first = client.get(format!("http://{addr}/")).send().await.unwrap();
+    let cookie = first
+        .headers()
+        .get("set-cookie")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    let search = |q: String| {
+        let client = client.clone();
+        let cookie = cookie.clone();
+        async move {
+            client
+                .get(format!("http://{addr}/api/search"))
+                .query(&[("q", q)])
+                .header("cookie", cookie)
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    // A query that cannot run costs nothing.
+    assert_eq!(search("x".repeat(2_000)).await.status(), 400);
+    for i in 1..=10 {
+        let response = search(format!("pirates number {i}")).await;
+        assert_eq!(response.status(), 200, "search {i}");
+        let body: serde_json::Value = response.json().await.unwrap();
+        assert_eq!(body["quota"]["used"], i, "{body}");
+        assert_eq!(body["quota"]["limit"], 10);
+    }
+    // The same query again within three minutes is free.
+    let repeat = search("Pirates  NUMBER 10".to_string()).await;
+    assert_eq!(repeat.status(), 200);
+    // The eleventh distinct search is refused, as JSON and as a page, with the reset date.
+    let refused = search("pirates number 11".to_string()).await;
+    assert_eq!(refused.status(), 429);
+    let next_year = format!("{}-01-01", year + 1);
+    let body: serde_json::Value = refused.json().await.unwrap();
+    assert!(
+        body["error"].as_str().unwrap().contains(&next_year),
+        "{body}"
+    );
+    let page = client
+        .get(format!("http://{addr}/?q=pirates+number+12"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 429);
+    let html = page.text().await.unwrap();
+    assert!(html.contains("You have used all your searches"), "{html}");
+    assert!(
+        html.contains(&format!("They come back on {next_year}")),
+        "{html}"
+    );
+    // Another visitor (no cookie) still has all ten.
+    let fresh = client
+        .get(format!("http://{addr}/api/search"))
+        .query(&[("q", "pirates number 11")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(fresh.status(), 200);
+}

@@ -49,7 +49,10 @@ impl CookieKey {
         let bytes: Vec<u8> = (0..hex.len() / 2)
             .map(|i| u8::from_str_radix(hex.get(i * 2..i * 2 + 2).unwrap_or("zz"), 16))
             .collect::<Result<_, _>>()?;
-        anyhow::ensure!(bytes.len() >= 64 && hex.len() % 2 == 0, "need 64 bytes");
+        anyhow::ensure!(
+            bytes.len() >= 64 && hex.len().is_multiple_of(2),
+            "need 64 bytes"
+        );
         Ok(Self(Key::try_from(bytes.as_slice())?))
     }
 }

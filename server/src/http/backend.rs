@@ -2,10 +2,14 @@
 
 use app::{
     api::backend::{Backend, BackendError},
-    search::{AnimeDetails, Filters, SearchResults},
+    search::{AnimeDetails, Filters, Refusal, SearchResults},
 };
 
-use crate::search::{SearchEngine, SearchError};
+use crate::{
+    accounts::visitor::Visitor,
+    quota::{self, Metered, Plan},
+    search::{SearchEngine, SearchError},
+};
 
 pub struct PagesBackend {
     pub search: SearchEngine,
@@ -15,7 +19,7 @@ impl From<SearchError> for BackendError {
     fn from(error: SearchError) -> Self {
         match error {
             SearchError::EmptyQuery | SearchError::QueryTooLong(_) => {
-                BackendError::BadRequest(error.to_string())
+                BackendError::Refused(Refusal::BadQuery(error.to_string()))
             }
             other => {
                 tracing::error!(error = ?other, "search failed");
@@ -27,8 +31,28 @@ impl From<SearchError> for BackendError {
 
 #[async_trait::async_trait]
 impl Backend for PagesBackend {
-    async fn search(&self, query: &str, filters: &Filters) -> Result<SearchResults, BackendError> {
-        Ok(self.search.search(query, filters).await?)
+    async fn search(
+        &self,
+        request: &axum::http::request::Parts,
+        query: &str,
+        filters: &Filters,
+    ) -> Result<SearchResults, BackendError> {
+        let visitor = request
+            .extensions
+            .get::<Visitor>()
+            .ok_or_else(|| BackendError::Failed("no visitor on the request".into()))?;
+        quota::metered_search(
+            &self.search,
+            &visitor.subject(),
+            Plan::Anonymous,
+            query,
+            filters,
+        )
+        .await
+        .map_err(|error| match error {
+            Metered::Exhausted(quota) => BackendError::Refused(Refusal::QuotaExhausted(quota)),
+            Metered::Search(error) => error.into(),
+        })
     }
 
     async fn anime(&self, id: i32) -> Result<Option<AnimeDetails>, BackendError> {

@@ -18,8 +18,20 @@ pub enum ApiError {
     BadRequest(String),
     #[error("{0}")]
     NotFound(String),
+    /// The search allowance is used up; the body says until when.
+    #[error("search allowance used up: {} of {} this {}, resets on {}", .0.used, .0.limit, .0.period, .0.resets_on)]
+    QuotaExhausted(app::search::QuotaInfo),
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
+}
+
+impl From<crate::quota::Metered> for ApiError {
+    fn from(error: crate::quota::Metered) -> Self {
+        match error {
+            crate::quota::Metered::Exhausted(quota) => ApiError::QuotaExhausted(quota),
+            crate::quota::Metered::Search(error) => error.into(),
+        }
+    }
 }
 
 impl From<crate::search::SearchError> for ApiError {
@@ -53,6 +65,7 @@ impl IntoResponse for ApiError {
             ApiError::DatabaseUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::QuotaExhausted(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
         // The cause goes to the log, never to the client.

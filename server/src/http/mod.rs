@@ -117,9 +117,11 @@ struct SearchParams {
     genre: Option<String>,
 }
 
-/// Search as JSON (for scripts and load tests); 400 for an empty or too long query.
+/// Search as JSON (for scripts and load tests), metered like the page: 400 for an empty or too
+/// long query, 429 when the allowance is used up.
 async fn api_search(
     State(state): State<AppState>,
+    axum::Extension(visitor): axum::Extension<visitor::Visitor>,
     Query(params): Query<SearchParams>,
 ) -> Result<Json<SearchResults>, ApiError> {
     let filters = Filters {
@@ -132,7 +134,15 @@ async fn api_search(
         year_to: params.to,
         genres: params.genre.into_iter().filter(|g| !g.is_empty()).collect(),
     };
-    Ok(Json(state.search.search(&params.q, &filters).await?))
+    let results = crate::quota::metered_search(
+        &state.search,
+        &visitor.subject(),
+        crate::quota::Plan::Anonymous,
+        &params.q,
+        &filters,
+    )
+    .await?;
+    Ok(Json(results))
 }
 
 #[derive(Debug, Deserialize)]

@@ -302,6 +302,7 @@ impl SearchEngine {
         if let Some(mut results) = hit {
             results.query = query;
             results.cached = true;
+            results.quota = None;
             let times = StageTimes {
                 total: started.elapsed(),
                 ..StageTimes::default()
@@ -379,6 +380,7 @@ impl SearchEngine {
             ranking,
             reranker: self.reranker.name(),
             cached: false,
+            quota: None,
             took_ms: times.total.as_secs_f64() * 1000.0,
         };
         // A degraded page is not kept: the next search should get the full pipeline again.
