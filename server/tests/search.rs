@@ -632,6 +632,10 @@ async fn a_confident_fused_order_skips_the_rerank(pool: PgPool) {
 #[sqlx::test(migrations = "../migrations")]
 async fn a_repeated_query_is_served_from_the_cache_until_the_catalog_changes(pool: PgPool) {
     let engine = demo_engine(&pool).await;
+    async fn cached(engine: &SearchEngine) -> bool {
+        let results = engine.search("mushi shi", &Filters::default()).await;
+        results.unwrap().cached
+    }
     let first = engine
         .search("mushi shi", &Filters::default())
         .await
@@ -660,33 +664,15 @@ async fn a_repeated_query_is_served_from_the_cache_until_the_catalog_changes(poo
         .execute(&pool)
         .await
         .unwrap();
-    assert!(
-        !engine
-            .search("mushi shi", &Filters::default())
-            .await
-            .unwrap()
-            .cached
-    );
-    assert!(
-        engine
-            .search("mushi shi", &Filters::default())
-            .await
-            .unwrap()
-            .cached
-    );
+    assert!(!cached(&engine).await);
+    assert!(cached(&engine).await);
 
     // Expired rows are ignored, then swept.
     sqlx::query("UPDATE search_result_cache SET expires_at = now() - interval '1 second'")
         .execute(&pool)
         .await
         .unwrap();
-    assert!(
-        !engine
-            .search("mushi shi", &Filters::default())
-            .await
-            .unwrap()
-            .cached
-    );
+    assert!(!cached(&engine).await);
     sqlx::query("UPDATE search_result_cache SET expires_at = now() - interval '1 second'")
         .execute(&pool)
         .await

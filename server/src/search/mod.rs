@@ -187,10 +187,20 @@ impl SearchEngine {
     /// Steps 1–3 of the pipeline. When the query cannot be embedded the lexical branch alone
     /// answers (`query_vector` is `None`).
     pub async fn retrieve(&self, raw: &str, filters: &Filters) -> Result<Retrieval, SearchError> {
-        let started = Instant::now();
         // Every stage reads the normalised text the results cache is keyed by, so two queries
         // that share a key always get the same page.
-        let query = cache::normalise(&clean_query(raw)?);
+        self.retrieve_normalised(&cache::normalise(&clean_query(raw)?), filters)
+            .await
+    }
+
+    /// [`retrieve`](Self::retrieve) for a query already cleaned and normalised.
+    async fn retrieve_normalised(
+        &self,
+        query: &str,
+        filters: &Filters,
+    ) -> Result<Retrieval, SearchError> {
+        let started = Instant::now();
+        let query = query.to_string();
         let lexical = async {
             let began = Instant::now();
             let hits = lexical::search(&self.pool, &query, filters, BRANCH_LIMIT).await;
@@ -311,7 +321,8 @@ impl SearchEngine {
             return Ok((results, times));
         }
         let version = cache::catalog_version(&self.pool).await?;
-        let retrieval = self.retrieve(raw, filters).await?;
+        let normalised = cache::normalise(&query);
+        let retrieval = self.retrieve_normalised(&normalised, filters).await?;
         let began = Instant::now();
         let candidates = rerank::candidates(
             &self.pool,
@@ -328,7 +339,7 @@ impl SearchEngine {
             let answer = tokio::time::timeout(
                 self.budgets.rerank,
                 self.reranker
-                    .rerank(&cache::normalise(&query), &candidates)
+                    .rerank(&normalised, &candidates)
                     .instrument(tracing::info_span!("rerank")),
             )
             .await;
@@ -374,7 +385,7 @@ impl SearchEngine {
         times.rerank = rerank_time;
         times.total = started.elapsed();
         let results = SearchResults {
-            query: clean_query(raw)?,
+            query,
             hits,
             semantic: retrieval.query_vector.is_some(),
             ranking,
