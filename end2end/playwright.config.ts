@@ -3,6 +3,10 @@ import { defineConfig } from '@playwright/test';
 // scripts/test builds the server and passes its path; the suite starts it on its own port with
 // its own database in the embedded PostgreSQL, and stops it afterwards.
 const port = process.env.E2E_PORT ?? '3100';
+// The fake Stripe (`server fake-stripe`): Checkout and the portal are its pages; it signs and
+// delivers webhooks to the app.
+const stripePort = String(Number(port) + 1);
+const stripeSecret = 'whsec_e2e_secret';
 const server = process.env.ZENBU_SERVER_BIN;
 if (!server) {
   throw new Error('ZENBU_SERVER_BIN is not set: run the suite through scripts/test');
@@ -33,7 +37,17 @@ export default defineConfig({
       ],
     },
   },
-  webServer: {
+  webServer: [
+  {
+    command: `"${server}" fake-stripe --listen 127.0.0.1:${stripePort} --api-key sk_test_e2e --price-id price_test_premium --webhook-secret ${stripeSecret} --webhook-url http://127.0.0.1:${port}/stripe/webhook`,
+    cwd: '..',
+    port: Number(stripePort),
+    timeout: 60_000,
+    reuseExistingServer: false,
+    stdout: 'pipe',
+    stderr: 'pipe',
+  },
+  {
     command: `"${server}" serve`,
     cwd: '..',
     url: `http://127.0.0.1:${port}/healthz`,
@@ -46,6 +60,16 @@ export default defineConfig({
       ZENBU_PG_DATABASE: 'zenbu_e2e',
       // Blank, not unset: a developer's .env must not point the suite at another database.
       DATABASE_URL: '',
+      // Sign-up links are read from the mail outbox.
+      ZENBU_DEV_MAILBOX: 'true',
+      // Every browser context is a new anonymous visitor from 127.0.0.1.
+      ZENBU_NEW_VISITORS_PER_NETWORK: '100000',
+      ZENBU_PUBLIC_URL: `http://127.0.0.1:${port}`,
+      STRIPE_SECRET_KEY: 'sk_test_e2e',
+      STRIPE_PRICE_ID: 'price_test_premium',
+      STRIPE_WEBHOOK_SECRET: stripeSecret,
+      STRIPE_API_BASE: `http://127.0.0.1:${stripePort}`,
     },
   },
+  ],
 });

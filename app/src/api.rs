@@ -4,7 +4,10 @@
 
 use leptos::{prelude::*, server_fn::codec::Json};
 
-use crate::search::{AnimeDetails, Filters, Refusal, SearchResults};
+use crate::{
+    account::Viewer,
+    search::{AnimeDetails, Filters, Refusal, SearchResults},
+};
 
 /// What a search answers: results, or why it did not run (shown on the page; server failures
 /// are the outer `ServerFnError`).
@@ -16,7 +19,10 @@ pub mod backend {
 
     use leptos::prelude::ServerFnError;
 
-    use crate::search::{AnimeDetails, Filters, Refusal, SearchResults};
+    use crate::{
+        account::Viewer,
+        search::{AnimeDetails, Filters, Refusal, SearchResults},
+    };
 
     /// Why a backend call failed, as the page must treat it.
     #[derive(Debug)]
@@ -38,6 +44,8 @@ pub mod backend {
             filters: &Filters,
         ) -> Result<SearchResults, BackendError>;
         async fn anime(&self, id: i32) -> Result<Option<AnimeDetails>, BackendError>;
+        /// Who sent `request`: form token, account, allowance.
+        async fn viewer(&self, request: &http::request::Parts) -> Result<Viewer, BackendError>;
     }
 
     pub type SharedBackend = Arc<dyn Backend>;
@@ -81,4 +89,15 @@ pub async fn load_anime(id: i32) -> Result<Option<AnimeDetails>, ServerFnError> 
         }
         Err(backend::BackendError::Failed(message)) => Err(ServerFnError::new(message)),
     }
+}
+
+/// Who is looking at the page: the form token, the account (if logged in) and the allowance.
+#[server(input = Json)]
+pub async fn load_viewer() -> Result<Viewer, ServerFnError> {
+    let request: http::request::Parts =
+        use_context().ok_or_else(|| ServerFnError::new("no request in context"))?;
+    backend::current()?
+        .viewer(&request)
+        .await
+        .map_err(|error| ServerFnError::new(format!("{error:?}")))
 }

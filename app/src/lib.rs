@@ -4,6 +4,7 @@
 //! into the browser's wasm (takes over the rendered HTML). Nothing here touches a database or a
 //! model; server functions ([`api`]) fetch a backend handle from Leptos context.
 
+pub mod account;
 pub mod api;
 pub mod pages;
 pub mod search;
@@ -47,9 +48,31 @@ pub fn App() -> impl IntoView {
         <Stylesheet id="zenbu-css" href=format!("/pkg/{BUNDLE_NAME}.css") />
         <Title text="Zenbu — find anime by description" />
         <Router>
+            <pages::SiteNav />
             <Routes fallback=pages::NotFound>
                 // Rendered completely before sending, so results show without JavaScript.
                 <Route path=StaticSegment("") view=pages::HomePage ssr=SsrMode::Async />
+                <Route path=StaticSegment("login") view=pages::LoginPage ssr=SsrMode::Async />
+                <Route path=StaticSegment("register") view=pages::RegisterPage ssr=SsrMode::Async />
+                <Route
+                    path=(StaticSegment("register"), StaticSegment("sent"))
+                    view=pages::RegisterSentPage
+                />
+                <Route
+                    path=(StaticSegment("register"), StaticSegment("confirm"))
+                    view=pages::ConfirmPage
+                    ssr=SsrMode::Async
+                />
+                <Route path=StaticSegment("account") view=pages::AccountPage ssr=SsrMode::Async />
+                <Route path=StaticSegment("premium") view=pages::PremiumPage ssr=SsrMode::Async />
+                <Route
+                    path=(StaticSegment("premium"), StaticSegment("success"))
+                    view=pages::PremiumSuccessPage
+                />
+                <Route
+                    path=(StaticSegment("premium"), StaticSegment("cancelled"))
+                    view=pages::PremiumCancelledPage
+                />
                 <Route
                     path=(StaticSegment("anime"), ParamSegment("id"))
                     view=pages::AnimePage

@@ -1,5 +1,11 @@
 //! Pages of the site, one component each.
 
+mod account;
+mod premium;
+
+pub use account::{AccountPage, ConfirmPage, LoginPage, RegisterPage, RegisterSentPage, SiteNav};
+pub use premium::{PremiumCancelledPage, PremiumPage, PremiumSuccessPage};
+
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::{
@@ -211,6 +217,11 @@ pub fn HomePage() -> impl IntoView {
                             crate::api::backend::set_status(http::StatusCode::TOO_MANY_REQUESTS);
                             view! { <QuotaExhausted quota /> }.into_any()
                         }
+                        Some(Ok(Err(Refusal::TooManyNewVisitors { per_day }))) => {
+                            #[cfg(feature = "ssr")]
+                            crate::api::backend::set_status(http::StatusCode::TOO_MANY_REQUESTS);
+                            view! { <TooManyNewVisitors per_day /> }.into_any()
+                        }
                         Some(Err(_)) => {
                             view! {
                                 <p class="notice error" role="alert">
@@ -245,10 +256,35 @@ fn QuotaExhausted(quota: QuotaInfo) -> impl IntoView {
                     quota.resets_on,
                 )}
             </p>
+            <GetMore />
+        </section>
+    }
+}
+
+/// Where more searches come from.
+#[component]
+fn GetMore() -> impl IntoView {
+    view! {
+        <p>
+            "For more, " <a href="/register">"create a free account"</a>
+            " (30 searches a month) or go " <a href="/premium">"Premium"</a>
+            " (200 a month). Browsing titles and “similar to” lists stays free."
+        </p>
+    }
+}
+
+/// A new anonymous visitor whose network has started too many visitors today.
+#[component]
+fn TooManyNewVisitors(per_day: i64) -> impl IntoView {
+    view! {
+        <section class="notice error quota-exhausted" role="alert">
+            <h2>"Too many new visitors from your network"</h2>
             <p>
-                "For more, create a free account (30 searches a month) or go Premium (200 a month). "
-                "Browsing titles and “similar to” lists stays free."
+                {format!(
+                    "Your network has started {per_day} new anonymous visitors in the last 24 hours,                      the most we allow (clearing cookies does not reset the allowance)."
+                )}
             </p>
+            <GetMore />
         </section>
     }
 }

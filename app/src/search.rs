@@ -119,6 +119,9 @@ pub enum Refusal {
     BadQuery(String),
     /// The allowance is used up: HTTP 429.
     QuotaExhausted(QuotaInfo),
+    /// A new anonymous visitor from a network that started too many today (cleared cookies):
+    /// HTTP 429.
+    TooManyNewVisitors { per_day: i64 },
 }
 
 /// Everything the anime page shows.

@@ -48,6 +48,9 @@ pub enum Command {
     },
     /// Run the fake AniList GraphQL server (for trying the crawler by hand).
     FakeAnilist(FakeAniListArgs),
+    /// Run the fake Stripe (API, hosted Checkout and portal pages, signed webhooks) for local
+    /// runs and the browser tests; the app is pointed at it with STRIPE_API_BASE.
+    FakeStripe(FakeStripeArgs),
     /// Compute the vectors documents are missing (ingest does this too).
     EmbedDocuments,
     /// Run the evaluation set against the catalog in the database and print hit@5, MRR and
@@ -61,6 +64,23 @@ pub enum Command {
         #[command(subcommand)]
         action: DbAction,
     },
+}
+
+#[derive(Debug, clap::Args)]
+pub struct FakeStripeArgs {
+    #[arg(long, default_value = "127.0.0.1:12111")]
+    pub listen: std::net::SocketAddr,
+    /// The secret key clients must send.
+    #[arg(long, default_value = "sk_test_fake")]
+    pub api_key: String,
+    /// The one price that exists.
+    #[arg(long, default_value = "price_test_premium")]
+    pub price_id: String,
+    /// Where events are delivered (the app's /stripe/webhook).
+    #[arg(long)]
+    pub webhook_url: String,
+    #[arg(long, default_value = "whsec_test_fake")]
+    pub webhook_secret: String,
 }
 
 #[derive(Debug, clap::Args)]
@@ -167,6 +187,21 @@ pub async fn run(cli: Cli) -> Result<()> {
             let model = E5Model::from_cache(&config.embedded.cache_dir())?;
             let kind = if passage { Kind::Passage } else { Kind::Query };
             println!("{}", serde_json::to_string(&model.embed(&text, kind)?)?);
+            Ok(())
+        }
+        Command::FakeStripe(args) => {
+            let fake = crate::fakes::stripe::FakeStripe::start(
+                crate::fakes::stripe::FakeStripeConfig {
+                    api_key: args.api_key,
+                    price_id: args.price_id,
+                    webhook_url: Some(args.webhook_url),
+                    webhook_secret: args.webhook_secret,
+                },
+                args.listen,
+            )
+            .await?;
+            println!("fake Stripe on {} (Ctrl-C to stop)", fake.base_url());
+            shutdown_signal().await;
             Ok(())
         }
         Command::FakeAnilist(args) => {
@@ -401,19 +436,40 @@ async fn serve(config: Config) -> Result<()> {
                 Ok(rows) => tracing::info!(rows, "expired cache rows deleted"),
                 Err(error) => tracing::warn!(%error, "cache sweep failed"),
             }
+            match crate::accounts::sweep(&sweeper).await {
+                Ok(0) => {}
+                Ok(rows) => tracing::info!(rows, "expired sessions, links and attempts deleted"),
+                Err(error) => tracing::warn!(%error, "account sweep failed"),
+            }
         }
     });
-    let visitors = crate::accounts::visitor::VisitorConfig {
-        key: crate::accounts::visitor::CookieKey::load(
-            config.cookie_key.as_deref(),
-            &config.embedded.data_dir,
-        )?,
-        secure: config
-            .public_url
-            .as_deref()
-            .is_some_and(|url| url.starts_with("https://")),
+    let public_url = config.public_url();
+    let site = http::SiteConfig {
+        visitors: crate::accounts::visitor::VisitorConfig {
+            key: crate::accounts::visitor::CookieKey::load(
+                config.cookie_key.as_deref(),
+                &config.embedded.data_dir,
+            )?,
+            secure: public_url.starts_with("https://"),
+            behind_proxy: config.behind_proxy,
+        },
+        public_url,
+        rules: crate::quota::Rules {
+            new_visitors_per_network_per_day: config.new_visitors_per_network,
+        },
+        dev_mailbox: config.dev_mailbox,
     };
-    let state = http::AppState::new(pool, engine, visitors, &config.site_root);
+    if site.dev_mailbox {
+        tracing::warn!("ZENBU_DEV_MAILBOX is on: /dev/mail shows everyone's sign-up links");
+    }
+    let billing = match crate::billing::BillingConfig::from_config(&config) {
+        Some(stripe) => Some(crate::billing::Billing::new(&stripe, &site.public_url)?),
+        None => {
+            tracing::info!("Stripe is not configured: Premium cannot be bought on this server");
+            None
+        }
+    };
+    let state = http::AppState::new(pool, engine, site, &config.site_root).with_billing(billing);
     if !config
         .site_root
         .join("pkg")
@@ -426,9 +482,13 @@ async fn serve(config: Config) -> Result<()> {
         .await
         .with_context(|| format!("binding {}", config.addr))?;
     tracing::info!("listening on http://{}", config.addr);
-    axum::serve(listener, http::router(state))
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    // Peer addresses feed the per-network limits (`accounts::network`).
+    axum::serve(
+        listener,
+        http::router(state).into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown_signal())
+    .await?;
     Ok(())
 }
 

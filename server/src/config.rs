@@ -108,11 +108,75 @@ pub struct Config {
     #[arg(long, env = "ZENBU_PUBLIC_URL", global = true)]
     pub public_url: Option<String>,
 
+    /// A trusted proxy in front sets X-Forwarded-For: client networks are read from it.
+    #[arg(
+        long,
+        env = "ZENBU_BEHIND_PROXY",
+        default_value_t = false,
+        global = true
+    )]
+    pub behind_proxy: bool,
+
+    /// How many new anonymous visitors one network may start in 24 hours.
+    #[arg(
+        long,
+        env = "ZENBU_NEW_VISITORS_PER_NETWORK",
+        default_value_t = 20,
+        global = true
+    )]
+    pub new_visitors_per_network: i64,
+
+    /// Serve the mail outbox at /dev/mail (local runs and browser tests; never in production:
+    /// it shows sign-up links).
+    #[arg(
+        long,
+        env = "ZENBU_DEV_MAILBOX",
+        default_value_t = false,
+        global = true
+    )]
+    pub dev_mailbox: bool,
+
+    /// Stripe secret key. Billing is on only when the key, the price and the webhook secret
+    /// are all set; otherwise the Premium page says billing is not configured.
+    #[arg(long, env = "STRIPE_SECRET_KEY", hide_env_values = true, global = true)]
+    pub stripe_secret_key: Option<String>,
+
+    /// The Stripe price of the Premium subscription (`price_…`).
+    #[arg(long, env = "STRIPE_PRICE_ID", global = true)]
+    pub stripe_price_id: Option<String>,
+
+    /// The webhook endpoint's signing secret (`whsec_…`).
+    #[arg(
+        long,
+        env = "STRIPE_WEBHOOK_SECRET",
+        hide_env_values = true,
+        global = true
+    )]
+    pub stripe_webhook_secret: Option<String>,
+
+    /// Stripe's API address (tests and local runs point it at `server fake-stripe`).
+    #[arg(long, env = "STRIPE_API_BASE", global = true)]
+    pub stripe_api_base: Option<String>,
+
     #[command(flatten)]
     pub embedded: EmbeddedConfig,
 }
 
 impl Config {
+    /// Where users reach the site, without a trailing slash: the configured URL, else this
+    /// server's own address.
+    pub fn public_url(&self) -> String {
+        match self
+            .public_url
+            .as_deref()
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+        {
+            Some(url) => url.trim_end_matches('/').to_string(),
+            None => format!("http://{}", self.addr),
+        }
+    }
+
     /// The key, when one is set and not blank.
     pub fn openai_key(&self) -> Option<&str> {
         self.openai_api_key

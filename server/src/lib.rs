@@ -3,6 +3,7 @@
 //! One module per capability; `main.rs` only parses the command line and calls [`cli::run`].
 
 pub mod accounts;
+pub mod billing;
 pub mod catalog;
 pub mod cli;
 pub mod config;

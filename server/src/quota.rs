@@ -73,6 +73,35 @@ pub enum Reservation {
     Repeat { usage: Usage },
     /// The allowance is used up: the search must not run.
     Refused { usage: Usage },
+    /// A new anonymous id, from a network that started too many today: the search must not run.
+    NetworkCapped { usage: Usage, per_day: i64 },
+}
+
+/// Who a search is charged to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Payer {
+    /// `user:<id>` or `visitor:<id>`.
+    pub subject: String,
+    pub plan: Plan,
+    /// For an anonymous visitor, the network (see `accounts::network`) its new ids are counted
+    /// against; `None` skips that check.
+    pub network: Option<String>,
+}
+
+/// Limits set by configuration rather than by plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rules {
+    /// How many anonymous ids one network may start (first counted search) in 24 hours. Clearing
+    /// cookies gives a new id and a new allowance; this bounds how far that goes.
+    pub new_visitors_per_network_per_day: i64,
+}
+
+impl Default for Rules {
+    fn default() -> Self {
+        Self {
+            new_visitors_per_network_per_day: 20,
+        }
+    }
 }
 
 /// Reserves one text search for `subject` (see the module documentation). `at` overrides the
@@ -84,6 +113,25 @@ pub async fn reserve(
     query_key: &str,
     at: Option<&str>,
 ) -> Result<Reservation, sqlx::Error> {
+    let payer = Payer {
+        subject: subject.to_string(),
+        plan,
+        network: None,
+    };
+    reserve_for(pool, &payer, &Rules::default(), query_key, at).await
+}
+
+/// [`reserve`] for a [`Payer`]: an anonymous visitor's first counted search is also checked
+/// against its network's cap on new ids, under a second advisory lock (taken after the
+/// subject's, always in that order, so two visitors cannot deadlock).
+pub async fn reserve_for(
+    pool: &PgPool,
+    payer: &Payer,
+    rules: &Rules,
+    query_key: &str,
+    at: Option<&str>,
+) -> Result<Reservation, sqlx::Error> {
+    let (subject, plan) = (payer.subject.as_str(), payer.plan);
     let mut tx = pool.begin().await?;
     sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
         .bind(subject)
@@ -105,6 +153,13 @@ pub async fn reserve(
         Reservation::Repeat { usage }
     } else if used >= plan.limit() {
         Reservation::Refused { usage }
+    } else if let Some(network) = payer.network.as_deref().filter(|_| plan == Plan::Anonymous)
+        && !network_admits(&mut *tx, subject, network, rules, &now).await?
+    {
+        Reservation::NetworkCapped {
+            usage,
+            per_day: rules.new_visitors_per_network_per_day,
+        }
     } else {
         let usage_id: i64 = sqlx::query_scalar(
             "INSERT INTO search_usage (subject, query_key, counted_at)
@@ -125,6 +180,51 @@ pub async fn reserve(
     };
     tx.commit().await?;
     Ok(reservation)
+}
+
+/// Whether `subject` may count a search from `network`: yes when the id has started before;
+/// else only while the network started fewer than the cap in the 24 hours before `now`, and then
+/// the start is recorded (in the caller's transaction).
+async fn network_admits(
+    tx: &mut sqlx::PgConnection,
+    subject: &str,
+    network: &str,
+    rules: &Rules,
+    now: &str,
+) -> Result<bool, sqlx::Error> {
+    let started: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM anonymous_starts WHERE subject = $1)")
+            .bind(subject)
+            .fetch_one(&mut *tx)
+            .await?;
+    if started {
+        return Ok(true);
+    }
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+        .bind(format!("network:{network}"))
+        .execute(&mut *tx)
+        .await?;
+    let recent: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM anonymous_starts
+          WHERE network = $1 AND started_at > $2::timestamptz - interval '1 day'
+            AND started_at <= $2::timestamptz",
+    )
+    .bind(network)
+    .bind(now)
+    .fetch_one(&mut *tx)
+    .await?;
+    if recent >= rules.new_visitors_per_network_per_day {
+        return Ok(false);
+    }
+    sqlx::query(
+        "INSERT INTO anonymous_starts (subject, network, started_at) VALUES ($1, $2, $3::timestamptz)",
+    )
+    .bind(subject)
+    .bind(network)
+    .bind(now)
+    .execute(&mut *tx)
+    .await?;
+    Ok(true)
 }
 
 /// Gives a counted unit back (the search it paid for failed outright). Idempotent.
@@ -182,22 +282,26 @@ fn standing_sql(plan: Plan) -> String {
     )
 }
 
-/// A text search charged to `subject`: the query is checked first (a query that cannot run
+/// A text search charged to `payer`: the query is checked first (a query that cannot run
 /// costs nothing), then a unit is reserved; a refused reservation runs nothing, and a search
 /// that fails outright gives its unit back.
 pub async fn metered_search(
     engine: &crate::search::SearchEngine,
-    subject: &str,
-    plan: Plan,
+    payer: &Payer,
+    rules: &Rules,
     query: &str,
     filters: &app::search::Filters,
 ) -> Result<app::search::SearchResults, Metered> {
     crate::search::clean_query(query)?;
+    let plan = payer.plan;
     let key = crate::search::cache::results_key("quota", query, filters);
-    let reservation = reserve(engine.pool(), subject, plan, &key, None).await?;
+    let reservation = reserve_for(engine.pool(), payer, rules, &key, None).await?;
     let usage = match &reservation {
         Reservation::Counted { usage, .. } | Reservation::Repeat { usage } => usage.clone(),
         Reservation::Refused { usage } => return Err(Metered::Exhausted(info(plan, usage))),
+        Reservation::NetworkCapped { per_day, .. } => {
+            return Err(Metered::NetworkCapped { per_day: *per_day });
+        }
     };
     match engine.search(query, filters).await {
         Ok(mut results) => {
@@ -229,6 +333,8 @@ pub fn info(plan: Plan, usage: &Usage) -> app::search::QuotaInfo {
 pub enum Metered {
     #[error("the search allowance is used up")]
     Exhausted(app::search::QuotaInfo),
+    #[error("too many new visitors from this network today (at most {per_day} a day)")]
+    NetworkCapped { per_day: i64 },
     #[error(transparent)]
     Search(#[from] crate::search::SearchError),
 }

@@ -2,35 +2,12 @@
 
 mod common;
 
-use std::net::SocketAddr;
-
-use server::{
-    accounts::visitor::{COOKIE, CookieKey, VisitorConfig},
-    http::{AppState, router},
-};
+use server::accounts::visitor::COOKIE;
 use sqlx::PgPool;
-
-/// Serves the app over the demo catalog on an ephemeral port for the duration of the test.
-async fn spawn_app(pool: PgPool) -> SocketAddr {
-    let site = tempfile::tempdir().unwrap();
-    let engine = common::demo_engine(&pool).await;
-    let visitors = VisitorConfig {
-        key: CookieKey::load(None, site.path()).unwrap(),
-        secure: false,
-    };
-    let state = AppState::new(pool, engine, visitors, site.path());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let _site = site; // keep the folder alive as long as the server
-        axum::serve(listener, router(state)).await.unwrap();
-    });
-    addr
-}
 
 #[sqlx::test(migrations = "../migrations")]
 async fn healthz_reports_postgres_and_pgvector_versions(pool: PgPool) {
-    let addr = spawn_app(pool).await;
+    let addr = common::spawn_app(pool).await.addr;
     let response = reqwest::get(format!("http://{addr}/healthz"))
         .await
         .unwrap();
@@ -49,7 +26,7 @@ async fn healthz_reports_postgres_and_pgvector_versions(pool: PgPool) {
 
 #[sqlx::test(migrations = "../migrations")]
 async fn healthz_is_503_when_the_database_is_gone(pool: PgPool) {
-    let addr = spawn_app(pool.clone()).await;
+    let addr = common::spawn_app(pool.clone()).await.addr;
     pool.close().await;
     let response = reqwest::get(format!("http://{addr}/healthz"))
         .await
@@ -61,7 +38,7 @@ async fn healthz_is_503_when_the_database_is_gone(pool: PgPool) {
 
 #[sqlx::test(migrations = "../migrations")]
 async fn home_page_is_server_rendered_with_the_hydration_script(pool: PgPool) {
-    let addr = spawn_app(pool).await;
+    let addr = common::spawn_app(pool).await.addr;
     let response = reqwest::get(format!("http://{addr}/")).await.unwrap();
     assert_eq!(response.status(), 200);
     let html = response.text().await.unwrap();
@@ -77,7 +54,7 @@ async fn home_page_is_server_rendered_with_the_hydration_script(pool: PgPool) {
 
 #[sqlx::test(migrations = "../migrations")]
 async fn a_search_page_is_complete_without_javascript(pool: PgPool) {
-    let addr = spawn_app(pool).await;
+    let addr = common::spawn_app(pool).await.addr;
     let response = reqwest::get(format!("http://{addr}/?q=mushi%20shi&format=TV"))
         .await
         .unwrap();
@@ -100,7 +77,7 @@ async fn a_search_page_is_complete_without_javascript(pool: PgPool) {
 
 #[sqlx::test(migrations = "../migrations")]
 async fn a_too_long_query_is_refused_with_a_clear_message(pool: PgPool) {
-    let addr = spawn_app(pool).await;
+    let addr = common::spawn_app(pool).await.addr;
     let long = "a".repeat(app::search::MAX_QUERY_CHARS + 1);
     let page = reqwest::get(format!("http://{addr}/?q={long}"))
         .await
@@ -125,7 +102,7 @@ async fn a_too_long_query_is_refused_with_a_clear_message(pool: PgPool) {
 
 #[sqlx::test(migrations = "../migrations")]
 async fn the_search_api_answers_json_with_branches_and_filters(pool: PgPool) {
-    let addr = spawn_app(pool).await;
+    let addr = common::spawn_app(pool).await.addr;
     let body: serde_json::Value = reqwest::get(format!(
         "http://{addr}/api/search?q=piratas%20buscando%20un%20tesoro&format=MOVIE"
     ))
@@ -144,7 +121,7 @@ async fn the_search_api_answers_json_with_branches_and_filters(pool: PgPool) {
 
 #[sqlx::test(migrations = "../migrations")]
 async fn an_anime_page_shows_its_franchise_and_similar_titles(pool: PgPool) {
-    let addr = spawn_app(pool).await;
+    let addr = common::spawn_app(pool).await.addr;
     let response = reqwest::get(format!("http://{addr}/anime/457"))
         .await
         .unwrap();
@@ -183,7 +160,7 @@ async fn an_anime_page_shows_its_franchise_and_similar_titles(pool: PgPool) {
 
 #[sqlx::test(migrations = "../migrations")]
 async fn unknown_paths_are_404_pages(pool: PgPool) {
-    let addr = spawn_app(pool).await;
+    let addr = common::spawn_app(pool).await.addr;
     let response = reqwest::get(format!("http://{addr}/no/such/page"))
         .await
         .unwrap();
@@ -193,7 +170,7 @@ async fn unknown_paths_are_404_pages(pool: PgPool) {
 
 #[sqlx::test(migrations = "../migrations")]
 async fn visitors_get_a_signed_cookie_once_and_forged_ones_are_replaced(pool: PgPool) {
-    let addr = spawn_app(pool).await;
+    let addr = common::spawn_app(pool).await.addr;
     let client = reqwest::Client::new();
     let visitor_cookie = |response: &reqwest::Response| {
         response
@@ -250,7 +227,7 @@ async fn a_visitor_gets_ten_searches_a_year_and_the_eleventh_is_refused(pool: Pg
         .fetch_one(&pool)
         .await
         .unwrap();
-    let addr = spawn_app(pool).await;
+    let addr = common::spawn_app(pool).await.addr;
     let client = reqwest::Client::new();
     let first = client.get(format!("http://{addr}/")).send().await.unwrap();
     let cookie = first

@@ -248,3 +248,54 @@ async fn a_refunded_unit_is_given_back_once(pool: PgPool) {
         .collect();
     assert_eq!(ids.len(), 2);
 }
+
+#[sqlx::test(migrations = "../migrations")]
+async fn concurrent_new_visitors_from_one_network_start_no_more_than_the_cap(pool: PgPool) {
+    let rules = quota::Rules {
+        new_visitors_per_network_per_day: 3,
+    };
+    let tasks: Vec<_> = (0..12)
+        .map(|i| {
+            let pool = pool.clone();
+            tokio::spawn(async move {
+                let payer = quota::Payer {
+                    subject: format!("visitor:{i}"),
+                    plan: Plan::Anonymous,
+                    network: Some("192.0.2.1".into()),
+                };
+                quota::reserve_for(&pool, &payer, &rules, "q", Some(T0))
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut counted = 0;
+    for task in tasks {
+        match task.await.unwrap() {
+            Reservation::Counted { .. } => counted += 1,
+            Reservation::NetworkCapped { per_day, .. } => assert_eq!(per_day, 3),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(counted, 3);
+    // Another network is not affected; a started visitor keeps going.
+    let elsewhere = quota::Payer {
+        subject: "visitor:x".into(),
+        plan: Plan::Anonymous,
+        network: Some("198.51.100.1".into()),
+    };
+    let outcome = quota::reserve_for(&pool, &elsewhere, &rules, "q", Some(T0)).await;
+    assert!(matches!(outcome.unwrap(), Reservation::Counted { .. }));
+    let started: Vec<String> =
+        sqlx::query_scalar("SELECT subject FROM anonymous_starts WHERE network = '192.0.2.1'")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    let again = quota::Payer {
+        subject: started[0].clone(),
+        plan: Plan::Anonymous,
+        network: Some("192.0.2.1".into()),
+    };
+    let outcome = quota::reserve_for(&pool, &again, &rules, "another", Some(T0)).await;
+    assert!(matches!(outcome.unwrap(), Reservation::Counted { .. }));
+}

@@ -45,14 +45,14 @@ impl CookieKey {
         Ok(Self(key))
     }
 
+    /// The key's signing half (also keys the CSRF form tokens).
+    pub fn signing_bytes(&self) -> &[u8] {
+        self.0.signing()
+    }
+
     fn from_hex(hex: &str) -> Result<Self> {
-        let bytes: Vec<u8> = (0..hex.len() / 2)
-            .map(|i| u8::from_str_radix(hex.get(i * 2..i * 2 + 2).unwrap_or("zz"), 16))
-            .collect::<Result<_, _>>()?;
-        anyhow::ensure!(
-            bytes.len() >= 64 && hex.len().is_multiple_of(2),
-            "need 64 bytes"
-        );
+        let bytes = crate::catalog::document::unhex(hex).context("not hex")?;
+        anyhow::ensure!(bytes.len() >= 64, "need 64 bytes");
         Ok(Self(Key::try_from(bytes.as_slice())?))
     }
 }
@@ -109,14 +109,17 @@ fn new_id() -> String {
     crate::catalog::document::hex(&bytes)
 }
 
-/// What the middleware needs: the key, and whether the site is served over https.
+/// What the middleware needs: the key, whether the site is served over https, and whether a
+/// trusted proxy in front sets `X-Forwarded-For`.
 #[derive(Clone)]
 pub struct VisitorConfig {
     pub key: CookieKey,
     pub secure: bool,
+    pub behind_proxy: bool,
 }
 
-/// Gives every request a [`Visitor`] (extensions) and sets the cookie when the id is new.
+/// Gives every request a [`Visitor`] and its [`ClientNetwork`](super::network::ClientNetwork)
+/// (extensions) and sets the cookie when the id is new.
 pub async fn middleware(
     State(config): State<VisitorConfig>,
     mut request: Request,
@@ -129,7 +132,13 @@ pub async fn middleware(
             new: true,
         },
     };
+    let network = super::network::ClientNetwork::from_request(
+        request.headers(),
+        request.extensions(),
+        config.behind_proxy,
+    );
     request.extensions_mut().insert(visitor.clone());
+    request.extensions_mut().insert(network);
     let mut response = next.run(request).await;
     if visitor.new
         && let Ok(value) =

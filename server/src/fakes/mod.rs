@@ -3,6 +3,7 @@
 
 pub mod anilist;
 pub mod openai;
+pub mod stripe;
 
 use std::net::SocketAddr;
 

@@ -1,18 +1,24 @@
-//! The pages' [`Backend`]: the search engine behind the server functions of `app::api`.
+//! The pages' [`Backend`]: the search engine and accounts behind the server functions of
+//! `app::api`.
 
 use app::{
+    account::{UserSummary, Viewer},
     api::backend::{Backend, BackendError},
     search::{AnimeDetails, Filters, Refusal, SearchResults},
 };
 
+use super::SiteConfig;
 use crate::{
-    accounts::visitor::Visitor,
+    accounts::{self, AccountError, csrf, visitor::Visitor},
     quota::{self, Metered, Plan},
     search::{SearchEngine, SearchError},
 };
 
 pub struct PagesBackend {
     pub search: SearchEngine,
+    pub site: SiteConfig,
+    /// Stripe is configured.
+    pub billing: bool,
 }
 
 impl From<SearchError> for BackendError {
@@ -29,6 +35,13 @@ impl From<SearchError> for BackendError {
     }
 }
 
+impl From<AccountError> for BackendError {
+    fn from(error: AccountError) -> Self {
+        tracing::error!(?error, "reading the account failed");
+        BackendError::Failed("account unavailable".into())
+    }
+}
+
 #[async_trait::async_trait]
 impl Backend for PagesBackend {
     async fn search(
@@ -37,25 +50,51 @@ impl Backend for PagesBackend {
         query: &str,
         filters: &Filters,
     ) -> Result<SearchResults, BackendError> {
-        let visitor = request
-            .extensions
-            .get::<Visitor>()
-            .ok_or_else(|| BackendError::Failed("no visitor on the request".into()))?;
-        quota::metered_search(
-            &self.search,
-            &visitor.subject(),
-            Plan::Anonymous,
-            query,
-            filters,
-        )
-        .await
-        .map_err(|error| match error {
-            Metered::Exhausted(quota) => BackendError::Refused(Refusal::QuotaExhausted(quota)),
-            Metered::Search(error) => error.into(),
-        })
+        let (payer, _) = accounts::payer(self.search.pool(), request).await?;
+        quota::metered_search(&self.search, &payer, &self.site.rules, query, filters)
+            .await
+            .map_err(|error| match error {
+                Metered::Exhausted(quota) => BackendError::Refused(Refusal::QuotaExhausted(quota)),
+                Metered::NetworkCapped { per_day } => {
+                    BackendError::Refused(Refusal::TooManyNewVisitors { per_day })
+                }
+                Metered::Search(error) => error.into(),
+            })
     }
 
     async fn anime(&self, id: i32) -> Result<Option<AnimeDetails>, BackendError> {
         Ok(self.search.anime(id).await?)
+    }
+
+    async fn viewer(&self, request: &axum::http::request::Parts) -> Result<Viewer, BackendError> {
+        let visitor = request
+            .extensions
+            .get::<Visitor>()
+            .ok_or_else(|| BackendError::Failed("no visitor on the request".into()))?;
+        let pool = self.search.pool();
+        let (payer, user) = accounts::payer(pool, request).await?;
+        let usage = quota::usage(pool, &payer.subject, payer.plan, None)
+            .await
+            .map_err(AccountError::from)?;
+        let user = match user {
+            Some(user) => {
+                let billing = crate::billing::status(pool, user.id)
+                    .await
+                    .map_err(AccountError::from)?;
+                Some(UserSummary {
+                    premium: user.plan() == Plan::Premium,
+                    email: user.email,
+                    has_billing_account: billing.has_customer,
+                    payment_failed_on: billing.payment_failed_on,
+                })
+            }
+            None => None,
+        };
+        Ok(Viewer {
+            csrf: csrf::token(&self.site.visitors.key, &visitor.id),
+            user,
+            quota: quota::info(payer.plan, &usage),
+            billing: self.billing,
+        })
     }
 }

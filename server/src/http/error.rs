@@ -21,6 +21,11 @@ pub enum ApiError {
     /// The search allowance is used up; the body says until when.
     #[error("search allowance used up: {} of {} this {}, resets on {}", .0.used, .0.limit, .0.period, .0.resets_on)]
     QuotaExhausted(app::search::QuotaInfo),
+    /// A new anonymous visitor from a network over its daily cap of new visitors.
+    #[error(
+        "too many new visitors from your network today (at most {0} a day): sign up for a free account"
+    )]
+    TooManyNewVisitors(i64),
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
 }
@@ -29,6 +34,9 @@ impl From<crate::quota::Metered> for ApiError {
     fn from(error: crate::quota::Metered) -> Self {
         match error {
             crate::quota::Metered::Exhausted(quota) => ApiError::QuotaExhausted(quota),
+            crate::quota::Metered::NetworkCapped { per_day } => {
+                ApiError::TooManyNewVisitors(per_day)
+            }
             crate::quota::Metered::Search(error) => error.into(),
         }
     }
@@ -42,6 +50,16 @@ impl From<crate::search::SearchError> for ApiError {
                 ApiError::BadRequest(error.to_string())
             }
             SearchError::Database(error) => error.into(),
+            other => ApiError::Internal(other.into()),
+        }
+    }
+}
+
+impl From<crate::accounts::AccountError> for ApiError {
+    fn from(error: crate::accounts::AccountError) -> Self {
+        use crate::accounts::AccountError;
+        match error {
+            AccountError::Database(error) => error.into(),
             other => ApiError::Internal(other.into()),
         }
     }
@@ -65,7 +83,9 @@ impl IntoResponse for ApiError {
             ApiError::DatabaseUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
-            ApiError::QuotaExhausted(_) => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::QuotaExhausted(_) | ApiError::TooManyNewVisitors(_) => {
+                StatusCode::TOO_MANY_REQUESTS
+            }
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
         // The cause goes to the log, never to the client.

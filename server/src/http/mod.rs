@@ -1,7 +1,9 @@
 //! The axum application: Leptos pages (server-rendered, hydrated in the browser), the static
 //! site files, and the routes that are not pages (`/healthz`).
 
+mod auth;
 mod backend;
+mod billing;
 mod error;
 
 use std::path::Path;
@@ -17,7 +19,7 @@ use app::{
 use axum::{
     Json, Router,
     extract::{FromRef, Path as UrlPath, Query, State},
-    routing::get,
+    routing::{get, post},
 };
 use leptos::config::LeptosOptions;
 use leptos::prelude::provide_context;
@@ -28,10 +30,22 @@ use tower_http::trace::TraceLayer;
 
 use crate::{
     accounts::visitor::{self, VisitorConfig},
+    quota::Rules,
     search::SearchEngine,
 };
 
 pub use error::ApiError;
+
+/// Settings of the site that are not the search engine's.
+#[derive(Clone)]
+pub struct SiteConfig {
+    pub visitors: VisitorConfig,
+    /// Where the site is reached (no trailing slash): links in mail, the trusted CSRF origin.
+    pub public_url: String,
+    pub rules: Rules,
+    /// Serve `/dev/mail` (local runs and browser tests only).
+    pub dev_mailbox: bool,
+}
 
 /// Everything a request handler may need; cheap to clone.
 #[derive(Clone, FromRef)]
@@ -39,16 +53,13 @@ pub struct AppState {
     pub leptos_options: LeptosOptions,
     pub pool: PgPool,
     pub search: SearchEngine,
-    pub visitors: VisitorConfig,
+    pub site: SiteConfig,
+    /// Stripe, when configured.
+    pub billing: Option<crate::billing::Billing>,
 }
 
 impl AppState {
-    pub fn new(
-        pool: PgPool,
-        search: SearchEngine,
-        visitors: VisitorConfig,
-        site_root: &Path,
-    ) -> Self {
+    pub fn new(pool: PgPool, search: SearchEngine, site: SiteConfig, site_root: &Path) -> Self {
         let leptos_options = LeptosOptions::builder()
             .output_name(BUNDLE_NAME)
             .site_root(site_root.to_string_lossy().as_ref())
@@ -58,21 +69,63 @@ impl AppState {
             leptos_options,
             pool,
             search,
-            visitors,
+            site,
+            billing: None,
         }
+    }
+
+    pub fn with_billing(mut self, billing: Option<crate::billing::Billing>) -> Self {
+        self.billing = billing;
+        self
     }
 }
 
+/// The site. Every request passes, outermost first: tracing; CSRF (cross-origin POSTs refused
+/// from their Fetch Metadata and Origin headers); the session (a cookie naming a row in
+/// PostgreSQL, created only at log-in); the visitor (signed cookie, client network).
 pub fn router(state: AppState) -> Router {
+    tokio::spawn(crate::accounts::password::prepare());
     let routes = generate_route_list(App);
     let options = state.leptos_options.clone();
     let pages_backend: SharedBackend = Arc::new(backend::PagesBackend {
         search: state.search.clone(),
+        site: state.site.clone(),
+        billing: state.billing.is_some(),
     });
-    Router::new()
+    let mut csrf = tower_http::csrf::CsrfLayer::new();
+    if state.site.public_url.starts_with("http") {
+        csrf = csrf
+            .add_trusted_origin(&state.site.public_url)
+            .unwrap_or_else(|error| {
+                tracing::warn!(%error, url = %state.site.public_url, "public URL is not an origin");
+                tower_http::csrf::CsrfLayer::new()
+            });
+    }
+    let sessions = tower_sessions::SessionManagerLayer::new(
+        tower_sessions_sqlx_store::PostgresStore::new(state.pool.clone()),
+    )
+    .with_name(crate::accounts::SESSION_COOKIE)
+    .with_secure(state.site.visitors.secure)
+    .with_http_only(true)
+    .with_same_site(tower_sessions::cookie::SameSite::Lax)
+    .with_expiry(tower_sessions::Expiry::OnInactivity(
+        tower_sessions::cookie::time::Duration::days(30),
+    ));
+    let mut router = Router::new()
         .route("/healthz", get(healthz))
         .route("/api/search", get(api_search))
         .route("/api/anime/{id}/similar", get(api_similar))
+        .route("/register", post(auth::sign_up))
+        .route("/register/confirm", post(auth::confirm))
+        .route("/login", post(auth::log_in))
+        .route("/logout", post(auth::log_out))
+        .route("/premium/checkout", post(billing::checkout))
+        .route("/billing/portal", post(billing::portal))
+        .route("/stripe/webhook", post(billing::stripe_webhook));
+    if state.site.dev_mailbox {
+        router = router.route("/dev/mail", get(auth::dev_mailbox));
+    }
+    router
         .leptos_routes_with_context(
             &state,
             routes,
@@ -82,9 +135,11 @@ pub fn router(state: AppState) -> Router {
         // Files under the site root (`/pkg/zenbu.js`, ...) or the app's 404 page.
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .layer(axum::middleware::from_fn_with_state(
-            state.visitors.clone(),
+            state.site.visitors.clone(),
             visitor::middleware,
         ))
+        .layer(sessions)
+        .layer(csrf)
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }
@@ -121,7 +176,7 @@ struct SearchParams {
 /// long query, 429 when the allowance is used up.
 async fn api_search(
     State(state): State<AppState>,
-    axum::Extension(visitor): axum::Extension<visitor::Visitor>,
+    request: axum::http::request::Parts,
     Query(params): Query<SearchParams>,
 ) -> Result<Json<SearchResults>, ApiError> {
     let filters = Filters {
@@ -134,10 +189,11 @@ async fn api_search(
         year_to: params.to,
         genres: params.genre.into_iter().filter(|g| !g.is_empty()).collect(),
     };
+    let (payer, _) = crate::accounts::payer(&state.pool, &request).await?;
     let results = crate::quota::metered_search(
         &state.search,
-        &visitor.subject(),
-        crate::quota::Plan::Anonymous,
+        &payer,
+        &state.site.rules,
         &params.q,
         &filters,
     )

@@ -85,7 +85,181 @@ pub async fn demo_engine(pool: &PgPool) -> SearchEngine {
         let report = embed_missing(pool, embedder.as_ref(), Some(&mut cache), false)
             .await
             .unwrap();
-        assert_eq!(report.missing, 257);
+        // 0 when this database already has them (a second app in one test).
+        assert!([0, 257].contains(&report.missing), "{}", report.missing);
     }
     SearchEngine::new(pool.clone(), embedder)
+}
+
+/// A running app on an ephemeral port (the demo catalog behind it), for HTTP tests.
+pub struct TestApp {
+    pub addr: std::net::SocketAddr,
+    pub key: server::accounts::visitor::CookieKey,
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+}
+
+/// Serves the app over the demo catalog for the duration of the test, with default settings.
+pub async fn spawn_app(pool: PgPool) -> TestApp {
+    spawn_app_with(pool, |_| {}).await
+}
+
+/// [`spawn_app`] with settings changed by `configure` (the public URL is the app's address).
+pub async fn spawn_app_with(
+    pool: PgPool,
+    configure: impl FnOnce(&mut server::http::SiteConfig),
+) -> TestApp {
+    spawn_app_with_billing(pool, configure, |_| None).await
+}
+
+/// [`spawn_app_with`] with Stripe made by `billing` from the app's public URL.
+pub async fn spawn_app_with_billing(
+    pool: PgPool,
+    configure: impl FnOnce(&mut server::http::SiteConfig),
+    billing: impl FnOnce(&str) -> Option<server::billing::Billing>,
+) -> TestApp {
+    use server::accounts::visitor::{CookieKey, VisitorConfig};
+    let site_root = tempfile::tempdir().unwrap();
+    let engine = demo_engine(&pool).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let key = CookieKey::load(None, site_root.path()).unwrap();
+    let mut site = server::http::SiteConfig {
+        visitors: VisitorConfig {
+            key: key.clone(),
+            secure: false,
+            behind_proxy: false,
+        },
+        public_url: format!("http://{addr}"),
+        rules: server::quota::Rules::default(),
+        dev_mailbox: false,
+    };
+    configure(&mut site);
+    let billing = billing(&site.public_url);
+    let state =
+        server::http::AppState::new(pool, engine, site, site_root.path()).with_billing(billing);
+    tokio::spawn(async move {
+        let _site_root = site_root; // kept as long as the server runs
+        let app = server::http::router(state)
+            .into_make_service_with_connect_info::<std::net::SocketAddr>();
+        axum::serve(listener, app).await.unwrap();
+    });
+    TestApp { addr, key }
+}
+
+/// A browser's part in a conversation with the app: keeps cookies, does not follow redirects,
+/// and sends an `Origin` of the app with its form posts, as a browser does.
+pub struct Browser {
+    client: reqwest::Client,
+    base: String,
+    cookies: std::sync::Mutex<std::collections::BTreeMap<String, String>>,
+}
+
+impl Browser {
+    pub fn new(app: &TestApp) -> Self {
+        Self {
+            client: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap(),
+            base: app.url(""),
+            cookies: Default::default(),
+        }
+    }
+
+    fn cookie_header(&self) -> String {
+        let cookies = self.cookies.lock().unwrap();
+        cookies
+            .iter()
+            .map(|(name, value)| format!("{name}={value}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    /// Keeps the response's cookies (a removal deletes one) and returns the response.
+    fn remember(&self, response: reqwest::Response) -> reqwest::Response {
+        let mut cookies = self.cookies.lock().unwrap();
+        for value in response.headers().get_all("set-cookie") {
+            let cookie = cookie::Cookie::parse(value.to_str().unwrap().to_string()).unwrap();
+            let removed = cookie.max_age().is_some_and(|age| age.is_zero());
+            if removed {
+                cookies.remove(cookie.name());
+            } else {
+                cookies.insert(cookie.name().to_string(), cookie.value().to_string());
+            }
+        }
+        response
+    }
+
+    pub fn cookie(&self, name: &str) -> Option<String> {
+        self.cookies.lock().unwrap().get(name).cloned()
+    }
+
+    pub fn set_cookie(&self, name: &str, value: &str) {
+        self.cookies
+            .lock()
+            .unwrap()
+            .insert(name.to_string(), value.to_string());
+    }
+
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        let response = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .header("cookie", self.cookie_header())
+            .send()
+            .await
+            .unwrap();
+        self.remember(response)
+    }
+
+    /// The page's HTML (asserting it answered 200).
+    pub async fn page(&self, path: &str) -> String {
+        let response = self.get(path).await;
+        assert_eq!(response.status(), 200, "GET {path}");
+        response.text().await.unwrap()
+    }
+
+    pub async fn post(&self, path: &str, form: &[(&str, &str)]) -> reqwest::Response {
+        let response = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .header("cookie", self.cookie_header())
+            .header("origin", self.base.trim_end_matches('/'))
+            .form(form)
+            .send()
+            .await
+            .unwrap();
+        self.remember(response)
+    }
+
+    /// The CSRF token the app's forms carry for this browser (read from the log-in page).
+    pub async fn csrf(&self) -> String {
+        let html = self.page("/login").await;
+        let pattern = regex::Regex::new(r#"name="csrf" value="([0-9a-f]{64})""#).unwrap();
+        pattern
+            .captures(&html)
+            .unwrap_or_else(|| panic!("no CSRF field in {html}"))[1]
+            .to_string()
+    }
+}
+
+/// Where a redirect points.
+pub fn location(response: &reqwest::Response) -> String {
+    assert_eq!(response.status(), 303, "expected a redirect");
+    response.headers()["location"].to_str().unwrap().to_string()
+}
+
+/// Creates a user straight in the database (as a confirmed sign-up would); their id.
+pub async fn insert_user(pool: &PgPool, email: &str, password: &str) -> i64 {
+    sqlx::query_scalar("INSERT INTO users (email, password_hash) VALUES ($1, $2) RETURNING id")
+        .bind(email)
+        .bind(server::accounts::password::hash(password).await.unwrap())
+        .fetch_one(pool)
+        .await
+        .unwrap()
 }

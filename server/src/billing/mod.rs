@@ -1,0 +1,176 @@
+//! Premium through Stripe: Checkout Sessions to subscribe, the billing portal to manage, and
+//! webhooks that change plans. The plan changes only when Stripe says so by a signed webhook,
+//! never because someone visited the success page.
+//!
+//! Plans follow the newest known state of the user's subscription (`stripe_subscriptions`,
+//! written only by an event newer than the state it replaces), so replayed events (ids are
+//! stored) and events delivered out of order leave the right plan.
+
+pub mod webhook;
+
+use sqlx::PgPool;
+
+use crate::accounts::User;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BillingError {
+    /// Stripe refused or failed: the page says "try again later"; the cause is logged.
+    #[error("Stripe: {0}")]
+    Stripe(String),
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
+
+impl From<stripe::StripeError> for BillingError {
+    fn from(error: stripe::StripeError) -> Self {
+        BillingError::Stripe(error.to_string())
+    }
+}
+
+/// Stripe settings; billing is on only when all three are set.
+#[derive(Debug, Clone)]
+pub struct BillingConfig {
+    pub secret_key: String,
+    pub price_id: String,
+    pub webhook_secret: String,
+    /// Stripe's API (default) or a fake's address.
+    pub api_base: Option<String>,
+}
+
+impl BillingConfig {
+    pub fn from_config(config: &crate::config::Config) -> Option<Self> {
+        let set = |value: &Option<String>| {
+            value
+                .as_deref()
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .map(str::to_string)
+        };
+        Some(Self {
+            secret_key: set(&config.stripe_secret_key)?,
+            price_id: set(&config.stripe_price_id)?,
+            webhook_secret: set(&config.stripe_webhook_secret)?,
+            api_base: set(&config.stripe_api_base),
+        })
+    }
+}
+
+/// The Stripe client and what Checkout needs; cheap to clone.
+#[derive(Clone)]
+pub struct Billing {
+    client: stripe::Client,
+    price_id: String,
+    webhook_secret: String,
+    public_url: String,
+}
+
+impl Billing {
+    pub fn new(config: &BillingConfig, public_url: &str) -> Result<Self, BillingError> {
+        let mut builder = stripe::ClientBuilder::new(config.secret_key.clone())
+            // Two attempts for 429/5xx/network errors, with one idempotency key for both.
+            .request_strategy(stripe::RequestStrategy::Retry(2))
+            .timeout(std::time::Duration::from_secs(10));
+        if let Some(base) = &config.api_base {
+            builder = builder.url(base.clone());
+        }
+        Ok(Self {
+            client: builder.build()?,
+            price_id: config.price_id.clone(),
+            webhook_secret: config.webhook_secret.clone(),
+            public_url: public_url.trim_end_matches('/').to_string(),
+        })
+    }
+
+    pub fn webhook_secret(&self) -> &str {
+        &self.webhook_secret
+    }
+
+    /// A Checkout Session for `user` to subscribe to Premium; the URL to send them to. The
+    /// user's Stripe customer is reused when known, so one person is one customer.
+    pub async fn checkout_url(&self, pool: &PgPool, user: &User) -> Result<String, BillingError> {
+        use stripe_checkout::checkout_session::{
+            CreateCheckoutSession, CreateCheckoutSessionLineItems,
+        };
+        let customer: Option<String> =
+            sqlx::query_scalar("SELECT stripe_customer_id FROM users WHERE id = $1")
+                .bind(user.id)
+                .fetch_one(pool)
+                .await?;
+        let mut request = CreateCheckoutSession::new()
+            .mode(stripe_checkout::CheckoutSessionMode::Subscription)
+            .line_items(vec![CreateCheckoutSessionLineItems {
+                price: Some(self.price_id.clone()),
+                quantity: Some(1),
+                ..Default::default()
+            }])
+            .client_reference_id(user.id.to_string())
+            .success_url(format!(
+                "{}/premium/success?session_id={{CHECKOUT_SESSION_ID}}",
+                self.public_url
+            ))
+            .cancel_url(format!("{}/premium/cancelled", self.public_url));
+        request = match customer {
+            Some(customer) => request.customer(customer),
+            None => request.customer_email(user.email.clone()),
+        };
+        let session = request.send(&self.client).await?;
+        session
+            .url
+            .ok_or_else(|| BillingError::Stripe("the Checkout Session has no URL".into()))
+    }
+
+    /// A billing portal session for `user`'s Stripe customer; `None` when they have none.
+    pub async fn portal_url(
+        &self,
+        pool: &PgPool,
+        user: &User,
+    ) -> Result<Option<String>, BillingError> {
+        let customer: Option<String> =
+            sqlx::query_scalar("SELECT stripe_customer_id FROM users WHERE id = $1")
+                .bind(user.id)
+                .fetch_one(pool)
+                .await?;
+        let Some(customer) = customer else {
+            return Ok(None);
+        };
+        let portal = stripe_billing::billing_portal_session::CreateBillingPortalSession::new()
+            .customer(customer)
+            .return_url(format!("{}/account", self.public_url))
+            .send(&self.client)
+            .await?;
+        Ok(Some(portal.url))
+    }
+}
+
+/// What the account page shows about billing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BillingStatus {
+    pub has_customer: bool,
+    /// `YYYY-MM-DD` of the newest failed payment, if it came after the subscription's last
+    /// state change.
+    pub payment_failed_on: Option<String>,
+}
+
+pub async fn status(pool: &PgPool, user_id: i64) -> Result<BillingStatus, sqlx::Error> {
+    let row: Option<(Option<String>, Option<String>)> = sqlx::query_as(
+        // A failure stops showing once a later event says the subscription is active again.
+        "SELECT u.stripe_customer_id,
+                (SELECT to_char(f.failed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')
+                   FROM payment_failures f
+                  WHERE f.customer_id = u.stripe_customer_id
+                    AND NOT EXISTS (
+                        SELECT 1 FROM stripe_subscriptions s
+                         WHERE s.id = u.stripe_subscription_id AND s.status = 'active'
+                           AND to_timestamp(s.event_created) > f.failed_at)
+                  ORDER BY f.failed_at DESC LIMIT 1)
+           FROM users u WHERE u.id = $1",
+    )
+    .bind(user_id)
+    .fetch_optional(pool)
+    .await?;
+    let (customer, failed) = row.unwrap_or_default();
+    Ok(BillingStatus {
+        has_customer: customer.is_some(),
+        payment_failed_on: failed,
+    })
+}

@@ -1,0 +1,198 @@
+//! The account forms' handlers: sign up, follow the emailed link, log in, log out, and the
+//! local mailbox. Each answers with a 303 redirect (Post/Redirect/Get): to the next page on
+//! success, back to the form with `?error=<code>` (see `app::account::form_error_message`)
+//! otherwise. Every form carries the visitor's CSRF token; a missing or wrong one changes
+//! nothing.
+
+use axum::{
+    Extension, Form, Json,
+    extract::{Query, State},
+    response::Redirect,
+};
+use serde::Deserialize;
+use tower_sessions::Session;
+
+use super::{ApiError, AppState};
+use crate::accounts::{
+    self, Confirmation, FormError, csrf, email::EmailError, mail, network::ClientNetwork,
+    password::PasswordError, visitor::Visitor,
+};
+
+/// The `?error=` code a refused form is sent back with.
+fn code(error: FormError) -> &'static str {
+    match error {
+        FormError::Email(EmailError::Invalid) => "email",
+        FormError::Password(PasswordError::TooShort) => "password-short",
+        FormError::Password(PasswordError::TooLong) => "password-long",
+        FormError::WrongCredentials => "wrong",
+        FormError::Throttled(_) => "throttled",
+    }
+}
+
+fn back_to(form: &str, code: &str) -> Redirect {
+    Redirect::to(&format!("{form}?error={code}"))
+}
+
+/// Where to go after logging in: a path on this site, never another site (`//evil`, `/\evil`).
+fn local_path(next: &str) -> &str {
+    let safe = next.starts_with('/')
+        && !next.starts_with("//")
+        && !next.contains('\\')
+        && !next.chars().any(char::is_control);
+    if safe { next } else { "/account" }
+}
+
+fn token_ok(state: &AppState, visitor: &Visitor, submitted: &str) -> bool {
+    csrf::verify(&state.site.visitors.key, &visitor.id, submitted)
+}
+
+#[derive(Deserialize)]
+pub struct SignUpForm {
+    email: String,
+    password: String,
+    #[serde(default)]
+    csrf: String,
+}
+
+pub async fn sign_up(
+    State(state): State<AppState>,
+    Extension(visitor): Extension<Visitor>,
+    Extension(network): Extension<ClientNetwork>,
+    Form(form): Form<SignUpForm>,
+) -> Result<Redirect, ApiError> {
+    if !token_ok(&state, &visitor, &form.csrf) {
+        return Ok(back_to("/register", "form"));
+    }
+    match accounts::request_sign_up(
+        &state.pool,
+        &form.email,
+        &form.password,
+        &network.0,
+        &state.site.public_url,
+    )
+    .await?
+    {
+        Ok(()) => Ok(Redirect::to("/register/sent")),
+        Err(error) => Ok(back_to("/register", code(error))),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct ConfirmForm {
+    token: String,
+    #[serde(default)]
+    csrf: String,
+}
+
+pub async fn confirm(
+    State(state): State<AppState>,
+    Extension(visitor): Extension<Visitor>,
+    session: Session,
+    Form(form): Form<ConfirmForm>,
+) -> Result<Redirect, ApiError> {
+    let again = |code: &str| {
+        Redirect::to(&format!(
+            "/register/confirm?token={}&error={code}",
+            form.token
+                .chars()
+                .filter(char::is_ascii_hexdigit)
+                .collect::<String>()
+        ))
+    };
+    if !token_ok(&state, &visitor, &form.csrf) {
+        return Ok(again("form"));
+    }
+    match accounts::confirm_sign_up(&state.pool, &form.token).await? {
+        Confirmation::Created(user) => {
+            accounts::start_session(&session, &user).await?;
+            tracing::info!(user = user.id, "account created");
+            Ok(Redirect::to("/account"))
+        }
+        Confirmation::AlreadyRegistered => Ok(back_to("/login", "registered")),
+        Confirmation::Invalid => Ok(back_to("/register", "link")),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct LogInForm {
+    email: String,
+    password: String,
+    #[serde(default)]
+    next: String,
+    #[serde(default)]
+    csrf: String,
+}
+
+pub async fn log_in(
+    State(state): State<AppState>,
+    Extension(visitor): Extension<Visitor>,
+    Extension(network): Extension<ClientNetwork>,
+    session: Session,
+    Form(form): Form<LogInForm>,
+) -> Result<Redirect, ApiError> {
+    if !token_ok(&state, &visitor, &form.csrf) {
+        return Ok(back_to("/login", "form"));
+    }
+    match accounts::log_in(&state.pool, &form.email, &form.password, &network.0).await? {
+        Ok(user) => {
+            accounts::start_session(&session, &user).await?;
+            Ok(Redirect::to(local_path(&form.next)))
+        }
+        Err(error) => Ok(back_to("/login", code(error))),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct LogOutForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+pub async fn log_out(
+    State(state): State<AppState>,
+    Extension(visitor): Extension<Visitor>,
+    session: Session,
+    Form(form): Form<LogOutForm>,
+) -> Result<Redirect, ApiError> {
+    if !token_ok(&state, &visitor, &form.csrf) {
+        return Ok(back_to("/account", "form"));
+    }
+    accounts::end_session(&session).await?;
+    Ok(Redirect::to("/"))
+}
+
+#[derive(Deserialize)]
+pub struct MailboxQuery {
+    to: String,
+}
+
+/// `GET /dev/mail?to=…`: the newest mail queued for an address, for local runs and the browser
+/// tests (only routed when `ZENBU_DEV_MAILBOX` is on: it would let anyone read sign-up links).
+pub async fn dev_mailbox(
+    State(state): State<AppState>,
+    Query(query): Query<MailboxQuery>,
+) -> Result<Json<Vec<mail::Mail>>, ApiError> {
+    let to = accounts::email::normalise(&query.to)
+        .map_err(|error| ApiError::BadRequest(error.to_string()))?;
+    Ok(Json(mail::latest_for(&state.pool, &to, 20).await?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_local_paths_are_followed_after_log_in() {
+        assert_eq!(local_path("/account"), "/account");
+        assert_eq!(local_path("/?q=mushishi"), "/?q=mushishi");
+        for outside in [
+            "",
+            "https://evil.example",
+            "//evil.example",
+            "/\\evil.example",
+            "/\n",
+        ] {
+            assert_eq!(local_path(outside), "/account", "{outside:?}");
+        }
+    }
+}

@@ -1,0 +1,581 @@
+//! Accounts over HTTP against a real PostgreSQL (each test its own database): sign-up by
+//! emailed link, log-in and log-out with session rotation, no account enumeration, throttling,
+//! CSRF, and searches charged to the signed-in user.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Browser, TestApp, location};
+use server::accounts::{SESSION_COOKIE, mail};
+use sqlx::PgPool;
+
+const PASSWORD: &str = "correct horse battery";
+
+/// The sign-up link in the newest mail to `email`.
+async fn sign_up_link(pool: &PgPool, email: &str) -> String {
+    let mails = mail::latest_for(pool, email, 1).await.unwrap();
+    let body = &mails.first().expect("a mail was queued").body;
+    let start = body.find("/register/confirm?token=").expect("a link");
+    body[start..].split_whitespace().next().unwrap().to_string()
+}
+
+/// Signs `email` up through the forms and the emailed link; the browser ends up logged in.
+async fn register(browser: &Browser, pool: &PgPool, email: &str) {
+    let csrf = browser.csrf().await;
+    let sent = browser
+        .post(
+            "/register",
+            &[("email", email), ("password", PASSWORD), ("csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(location(&sent), "/register/sent");
+    let normalised = email.trim().to_lowercase();
+    let link = sign_up_link(pool, &normalised).await;
+    let page = browser.page(&link).await;
+    assert!(page.contains("Create my account"), "{page}");
+    let token = link.split("token=").nth(1).unwrap();
+    let created = browser
+        .post("/register/confirm", &[("token", token), ("csrf", &csrf)])
+        .await;
+    assert_eq!(location(&created), "/account");
+}
+
+async fn log_in(browser: &Browser, email: &str, password: &str) -> String {
+    let csrf = browser.csrf().await;
+    let response = browser
+        .post(
+            "/login",
+            &[("email", email), ("password", password), ("csrf", &csrf)],
+        )
+        .await;
+    location(&response)
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn sign_up_log_out_and_log_in_again(pool: PgPool) {
+    let app = common::spawn_app(pool.clone()).await;
+    let browser = Browser::new(&app);
+    register(&browser, &pool, "  Ana@Example.COM ").await;
+
+    let account = browser.page("/account").await;
+    assert!(account.contains("ana@example.com"), "{account}");
+    assert!(
+        account.contains(r#"<dd class="plan">Free</dd>"#),
+        "{account}"
+    );
+    assert!(
+        account.contains("Used 0 of 30 searches this month"),
+        "{account}"
+    );
+    let session = browser.cookie(SESSION_COOKIE).expect("a session cookie");
+
+    // The link worked once.
+    let link = sign_up_link(&pool, "ana@example.com").await;
+    let token = link.split("token=").nth(1).unwrap();
+    let csrf = browser.csrf().await;
+    let again = browser
+        .post("/register/confirm", &[("token", token), ("csrf", &csrf)])
+        .await;
+    assert_eq!(location(&again), "/register?error=link");
+
+    // Log out: the session row is gone, so the old cookie is worth nothing.
+    let out = browser.post("/logout", &[("csrf", &csrf)]).await;
+    assert_eq!(location(&out), "/");
+    assert_eq!(browser.cookie(SESSION_COOKIE), None, "cookie removed");
+    let replay = Browser::new(&app);
+    replay.set_cookie(SESSION_COOKIE, &session);
+    assert!(
+        replay
+            .page("/account")
+            .await
+            .contains("You are not logged in")
+    );
+
+    // Any spelling of the address logs in; the answer for a wrong password names neither.
+    assert_eq!(
+        log_in(&browser, "ana@example.com", "wrong password").await,
+        "/login?error=wrong"
+    );
+    assert_eq!(
+        log_in(&browser, " ANA@example.com", PASSWORD).await,
+        "/account"
+    );
+    assert!(browser.page("/account").await.contains("ana@example.com"));
+    let count: i64 = sqlx::query_scalar("SELECT count(*) FROM users")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(count, 1);
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn logging_in_rotates_the_session_id(pool: PgPool) {
+    let app = common::spawn_app(pool.clone()).await;
+    let browser = Browser::new(&app);
+    register(&browser, &pool, "rui@example.com").await;
+    let before = browser.cookie(SESSION_COOKIE).unwrap();
+    assert_eq!(
+        log_in(&browser, "rui@example.com", PASSWORD).await,
+        "/account"
+    );
+    let after = browser.cookie(SESSION_COOKIE).unwrap();
+    assert_ne!(before, after, "a new id at log-in");
+    // The old id no longer names a session.
+    let stale = Browser::new(&app);
+    stale.set_cookie(SESSION_COOKIE, &before);
+    assert!(
+        stale
+            .page("/account")
+            .await
+            .contains("You are not logged in")
+    );
+    // An id planted by someone else before log-in is not kept either.
+    let planted = Browser::new(&app);
+    planted.set_cookie(SESSION_COOKIE, "planted-session-id-0000000000");
+    assert_eq!(
+        log_in(&planted, "rui@example.com", PASSWORD).await,
+        "/account"
+    );
+    assert_ne!(
+        planted.cookie(SESSION_COOKIE).unwrap(),
+        "planted-session-id-0000000000"
+    );
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn cookies_are_http_only_lax_and_secure_over_https(pool: PgPool) {
+    let app = common::spawn_app_with(pool.clone(), |site| site.visitors.secure = true).await;
+    let browser = Browser::new(&app);
+    let csrf = browser.csrf().await;
+    common::insert_user(&pool, "sec@example.com", PASSWORD).await;
+    let response = browser
+        .post(
+            "/login",
+            &[
+                ("email", "sec@example.com"),
+                ("password", PASSWORD),
+                ("csrf", &csrf),
+            ],
+        )
+        .await;
+    let set_cookie = response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_string())
+        .find(|c| c.starts_with(SESSION_COOKIE))
+        .expect("a session cookie");
+    for attribute in ["HttpOnly", "SameSite=Lax", "Secure", "Path=/"] {
+        assert!(
+            set_cookie.contains(attribute),
+            "{attribute} missing: {set_cookie}"
+        );
+    }
+}
+
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn neither_form_tells_whether_an_address_has_an_account(pool: PgPool) {
+    let app = common::spawn_app(pool.clone()).await;
+    let owner = Browser::new(&app);
+    register(&owner, &pool, "taken@example.com").await;
+    let browser = Browser::new(&app);
+    let csrf = browser.csrf().await;
+
+    // Sign-up: the same redirect for a registered and a new address, and a mail for each.
+    let sign_up = |email: String| {
+        let (browser, csrf) = (&browser, csrf.clone());
+        async move {
+            let response = browser
+                .post(
+                    "/register",
+                    &[
+                        ("email", &email),
+                        ("password", "another password"),
+                        ("csrf", &csrf),
+                    ],
+                )
+                .await;
+            location(&response)
+        }
+    };
+    assert_eq!(sign_up("taken@example.com".into()).await, "/register/sent");
+    assert_eq!(sign_up("fresh@example.com".into()).await, "/register/sent");
+    let notice = &mail::latest_for(&pool, "taken@example.com", 1)
+        .await
+        .unwrap()[0];
+    assert!(
+        notice.subject.contains("already have an account"),
+        "{notice:?}"
+    );
+    assert!(!notice.body.contains("token="));
+    assert!(
+        sign_up_link(&pool, "fresh@example.com")
+            .await
+            .contains("token=")
+    );
+    // Both hash the password: comparable time (interleaved; 3 rounds keep this network under
+    // its 10 sign-ups an hour).
+    let (mut taken, mut fresh) = (Vec::new(), Vec::new());
+    for round in 0..3 {
+        let email = format!("taken{round}@example.com");
+        sqlx::query("INSERT INTO users (email, password_hash) VALUES ($1, 'x')")
+            .bind(&email)
+            .execute(&pool)
+            .await
+            .unwrap();
+        let started = Instant::now();
+        assert_eq!(sign_up(email).await, "/register/sent");
+        taken.push(started.elapsed());
+        let started = Instant::now();
+        assert_eq!(
+            sign_up(format!("fresh{round}@example.com")).await,
+            "/register/sent"
+        );
+        fresh.push(started.elapsed());
+    }
+    let (taken, fresh) = (median(taken), median(fresh));
+    let ratio = taken.as_secs_f64() / fresh.as_secs_f64();
+    println!("sign-up, median: registered {taken:?}, new {fresh:?} (ratio {ratio:.2})");
+    assert!(
+        (0.5..2.0).contains(&ratio),
+        "registered {taken:?} against new {fresh:?}"
+    );
+
+    // Log-in: an unknown address and a wrong password get the same answer in comparable time
+    // (an unknown address is verified against a dummy hash). Different addresses each round,
+    // to stay under the per-address throttle.
+    for round in 0..4 {
+        let email = format!("user{round}@example.com");
+        common::insert_user(&pool, &email, PASSWORD).await;
+    }
+    // Interleaved, so that load from tests running beside this one weighs on both alike.
+    let (mut wrong, mut unknown) = (Vec::new(), Vec::new());
+    for round in 0..4 {
+        let started = Instant::now();
+        let email = format!("user{round}@example.com");
+        assert_eq!(
+            log_in(&browser, &email, "not the password").await,
+            "/login?error=wrong"
+        );
+        wrong.push(started.elapsed());
+        let started = Instant::now();
+        let email = format!("nobody{round}@example.com");
+        assert_eq!(
+            log_in(&browser, &email, "not the password").await,
+            "/login?error=wrong"
+        );
+        unknown.push(started.elapsed());
+    }
+    let (wrong_password, unknown_email) = (median(wrong), median(unknown));
+    let ratio = unknown_email.as_secs_f64() / wrong_password.as_secs_f64();
+    println!(
+        "log-in failure, median: wrong password {wrong_password:?}, unknown address {unknown_email:?} (ratio {ratio:.2})"
+    );
+    assert!(
+        (0.5..2.0).contains(&ratio),
+        "unknown address {unknown_email:?} against wrong password {wrong_password:?}"
+    );
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn repeated_failures_are_throttled_per_address_and_per_network(pool: PgPool) {
+    let app = common::spawn_app(pool.clone()).await;
+    let browser = Browser::new(&app);
+    register(&browser, &pool, "eva@example.com").await;
+    let attacker = Browser::new(&app);
+    for _ in 0..5 {
+        assert_eq!(
+            log_in(&attacker, "eva@example.com", "guess").await,
+            "/login?error=wrong"
+        );
+    }
+    // The sixth try is refused even with the right password, for anyone, and no session starts.
+    assert_eq!(
+        log_in(&attacker, "eva@example.com", PASSWORD).await,
+        "/login?error=throttled"
+    );
+    assert_eq!(attacker.cookie(SESSION_COOKIE), None);
+    // Addresses without an account are throttled alike (so throttling reveals nothing).
+    for _ in 0..5 {
+        log_in(&attacker, "ghost@example.com", "guess").await;
+    }
+    assert_eq!(
+        log_in(&attacker, "ghost@example.com", "guess").await,
+        "/login?error=throttled"
+    );
+
+    // Per network: 30 failures over many addresses lock the network out for a while.
+    let sprayed: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM auth_attempts WHERE kind = 'login' AND network = '127.0.0.1'",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    for i in sprayed..30 {
+        assert_eq!(
+            log_in(&attacker, &format!("spray{i}@example.com"), "guess").await,
+            "/login?error=wrong"
+        );
+    }
+    common::insert_user(&pool, "ivo@example.com", PASSWORD).await;
+    assert_eq!(
+        log_in(&attacker, "ivo@example.com", PASSWORD).await,
+        "/login?error=throttled"
+    );
+    // Once the window has passed, the address logs in again (time moved by editing the rows).
+    sqlx::query("UPDATE auth_attempts SET attempted_at = attempted_at - interval '16 minutes'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        log_in(&attacker, "eva@example.com", PASSWORD).await,
+        "/account"
+    );
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn forms_refuse_cross_site_posts_and_missing_tokens(pool: PgPool) {
+    let app = common::spawn_app(pool.clone()).await;
+    let browser = Browser::new(&app);
+    register(&browser, &pool, "lia@example.com").await;
+    let csrf = browser.csrf().await;
+    let session = browser.cookie(SESSION_COOKIE).unwrap();
+    let visitor = browser.cookie(server::accounts::visitor::COOKIE).unwrap();
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let cookies = format!(
+        "{SESSION_COOKIE}={session}; {}={visitor}",
+        server::accounts::visitor::COOKIE
+    );
+
+    // Another site's form, even carrying the victim's cookies and a valid token: 403.
+    for (header, value) in [
+        ("origin", "https://evil.example"),
+        ("sec-fetch-site", "cross-site"),
+    ] {
+        let response = client
+            .post(app.url("/logout"))
+            .header("cookie", &cookies)
+            .header(header, value)
+            .form(&[("csrf", csrf.as_str())])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 403, "{header}: {value}");
+    }
+    // No browser headers at all (an old browser) but no token: refused, nothing changes.
+    for token in [
+        "",
+        "0000000000000000000000000000000000000000000000000000000000000000",
+    ] {
+        let response = client
+            .post(app.url("/logout"))
+            .header("cookie", &cookies)
+            .form(&[("csrf", token)])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(location(&response), "/account?error=form");
+    }
+    assert!(
+        browser.page("/account").await.contains("lia@example.com"),
+        "still logged in"
+    );
+
+    // A token is bound to its visitor: another visitor's token does not work.
+    let other = Browser::new(&app);
+    let others_token = other.csrf().await;
+    let response = browser.post("/logout", &[("csrf", &others_token)]).await;
+    assert_eq!(location(&response), "/account?error=form");
+    let response = browser
+        .post(
+            "/login",
+            &[
+                ("email", "lia@example.com"),
+                ("password", PASSWORD),
+                ("csrf", &others_token),
+            ],
+        )
+        .await;
+    assert_eq!(location(&response), "/login?error=form");
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn bad_sign_up_forms_say_why_and_store_nothing(pool: PgPool) {
+    let app = common::spawn_app(pool.clone()).await;
+    let browser = Browser::new(&app);
+    let csrf = browser.csrf().await;
+    let long = "x".repeat(129);
+    for (email, password, code) in [
+        ("not an address", PASSWORD, "email"),
+        ("ana@example.com", "short", "password-short"),
+        ("ana@example.com", long.as_str(), "password-long"),
+    ] {
+        let response = browser
+            .post(
+                "/register",
+                &[("email", email), ("password", password), ("csrf", &csrf)],
+            )
+            .await;
+        let target = location(&response);
+        assert_eq!(target, format!("/register?error={code}"));
+        let page = browser.page(&target).await;
+        assert!(page.contains(r#"role="alert""#), "{page}");
+    }
+    let (pending, mails): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM pending_signups), (SELECT count(*) FROM mail_outbox)",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!((pending, mails), (0, 0));
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_signed_in_user_searches_on_their_own_plan(pool: PgPool) {
+    let app = common::spawn_app(pool.clone()).await;
+    let browser = Browser::new(&app);
+    register(&browser, &pool, "mio@example.com").await;
+    let search = |q: &'static str| {
+        let browser = &browser;
+        async move {
+            let response = browser.get(&format!("/api/search?q={q}")).await;
+            assert_eq!(response.status(), 200);
+            response.json::<serde_json::Value>().await.unwrap()
+        }
+    };
+    let body = search("mushishi").await;
+    assert_eq!(body["quota"]["limit"], 30);
+    assert_eq!(body["quota"]["period"], "month");
+    assert_eq!(body["quota"]["used"], 1);
+    let subjects: Vec<String> = sqlx::query_scalar("SELECT subject FROM search_usage")
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    let id: i64 = sqlx::query_scalar("SELECT id FROM users WHERE email = 'mio@example.com'")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(subjects, vec![format!("user:{id}")]);
+
+    // Premium: 200, counting what was used this month.
+    sqlx::query("UPDATE users SET plan = 'premium' WHERE id = $1")
+        .bind(id)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let body = search("ghosts at school").await;
+    assert_eq!(
+        (
+            body["quota"]["limit"].clone(),
+            body["quota"]["used"].clone()
+        ),
+        (200.into(), 2.into())
+    );
+    let account = browser.page("/account").await;
+    assert!(
+        account.contains(r#"<dd class="plan">Premium</dd>"#),
+        "{account}"
+    );
+    assert!(
+        account.contains("Used 2 of 200 searches this month"),
+        "{account}"
+    );
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn cleared_cookies_give_new_allowances_only_up_to_the_network_cap(pool: PgPool) {
+    let app = common::spawn_app_with(pool.clone(), |site| {
+        site.rules.new_visitors_per_network_per_day = 3
+    })
+    .await;
+    let fresh_visitor_search = || async {
+        // A new browser each time: what clearing cookies amounts to.
+        let browser = Browser::new(&app);
+        let response = browser.get("/api/search?q=mushishi").await;
+        (browser, response)
+    };
+    let (first, response) = fresh_visitor_search().await;
+    assert_eq!(response.status(), 200);
+    for _ in 0..2 {
+        assert_eq!(fresh_visitor_search().await.1.status(), 200);
+    }
+    let (_, refused) = fresh_visitor_search().await;
+    assert_eq!(refused.status(), 429);
+    let body: serde_json::Value = refused.json().await.unwrap();
+    assert!(
+        body["error"].as_str().unwrap().contains("new visitors"),
+        "{body}"
+    );
+    // As a page, too, and it points to sign-up.
+    let page = Browser::new(&app).get("/?q=mushishi").await;
+    assert_eq!(page.status(), 429);
+    let html = page.text().await.unwrap();
+    assert!(
+        html.contains("Too many new visitors") && html.contains(r#"href="/register""#),
+        "{html}"
+    );
+
+    // Visitors that started earlier keep their allowance; nothing was counted for the refused.
+    let again = first.get("/api/search?q=ghosts").await;
+    assert_eq!(again.status(), 200);
+    let (counted, starts): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM search_usage), (SELECT count(*) FROM anonymous_starts)",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!((counted, starts), (4, 3));
+    // A day later the network may start new visitors again.
+    sqlx::query("UPDATE anonymous_starts SET started_at = started_at - interval '25 hours'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_eq!(fresh_visitor_search().await.1.status(), 200);
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn the_dev_mailbox_is_served_only_when_turned_on(pool: PgPool) {
+    let off: TestApp = common::spawn_app(pool.clone()).await;
+    assert_eq!(
+        Browser::new(&off)
+            .get("/dev/mail?to=a@example.com")
+            .await
+            .status(),
+        404
+    );
+    let on = common::spawn_app_with(pool.clone(), |site| site.dev_mailbox = true).await;
+    let browser = Browser::new(&on);
+    let csrf = browser.csrf().await;
+    browser
+        .post(
+            "/register",
+            &[
+                ("email", "Box@Example.com"),
+                ("password", PASSWORD),
+                ("csrf", &csrf),
+            ],
+        )
+        .await;
+    let mails: serde_json::Value = browser
+        .get("/dev/mail?to=box@example.com")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        mails[0]["body"]
+            .as_str()
+            .unwrap()
+            .contains("/register/confirm?token="),
+        "{mails}"
+    );
+}

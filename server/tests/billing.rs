@@ -1,0 +1,407 @@
+//! Premium through Stripe, with the real async-stripe client against the fake Stripe and a real
+//! PostgreSQL: Checkout Sessions, signed webhooks (bad signatures, replays, out-of-order
+//! delivery), cancellation, failed payments, and the billing portal.
+
+mod common;
+
+use common::{Browser, TestApp, location};
+use server::{
+    billing::{Billing, BillingConfig, webhook},
+    fakes::stripe::{ApiBehaviour, FakeStripe, FakeStripeConfig, events, sign},
+};
+use sqlx::PgPool;
+
+const SECRET: &str = "whsec_test_secret";
+const PRICE: &str = "price_test_premium";
+const PASSWORD: &str = "correct horse battery";
+
+/// The fake Stripe and the app wired to each other; a signed-in free user in `browser`.
+struct Shop {
+    fake: FakeStripe,
+    app: TestApp,
+    browser: Browser,
+    user_id: i64,
+}
+
+async fn shop(pool: &PgPool) -> Shop {
+    let fake = FakeStripe::start(
+        FakeStripeConfig {
+            api_key: "sk_test_123".into(),
+            price_id: PRICE.into(),
+            webhook_url: None,
+            webhook_secret: SECRET.into(),
+        },
+        "127.0.0.1:0".parse().unwrap(),
+    )
+    .await
+    .unwrap();
+    let config = BillingConfig {
+        secret_key: "sk_test_123".into(),
+        price_id: PRICE.into(),
+        webhook_secret: SECRET.into(),
+        api_base: Some(fake.base_url()),
+    };
+    let app = common::spawn_app_with_billing(
+        pool.clone(),
+        |_| {},
+        |public_url| Some(Billing::new(&config, public_url).unwrap()),
+    )
+    .await;
+    fake.set_webhook_url(&app.url("/stripe/webhook"));
+    let user_id = common::insert_user(pool, "pay@example.com", PASSWORD).await;
+    let browser = Browser::new(&app);
+    let csrf = browser.csrf().await;
+    let response = browser
+        .post(
+            "/login",
+            &[
+                ("email", "pay@example.com"),
+                ("password", PASSWORD),
+                ("csrf", &csrf),
+            ],
+        )
+        .await;
+    assert_eq!(location(&response), "/account");
+    Shop {
+        fake,
+        app,
+        browser,
+        user_id,
+    }
+}
+
+async fn plan(pool: &PgPool, user_id: i64) -> String {
+    sqlx::query_scalar("SELECT plan FROM users WHERE id = $1")
+        .bind(user_id)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+/// Clicks "Go Premium"; the Checkout Session id the browser is sent to.
+async fn go_premium(shop: &Shop) -> String {
+    let csrf = shop.browser.csrf().await;
+    let response = shop
+        .browser
+        .post("/premium/checkout", &[("csrf", &csrf)])
+        .await;
+    let target = location(&response);
+    let prefix = format!("{}/checkout/", shop.fake.base_url());
+    assert!(target.starts_with(&prefix), "{target}");
+    target[prefix.len()..].to_string()
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn go_premium_creates_a_subscription_checkout_and_the_webhook_sets_premium(pool: PgPool) {
+    let shop = shop(&pool).await;
+    let session = go_premium(&shop).await;
+    let request = shop.fake.requests().pop().unwrap();
+    assert_eq!(request.path, "/v1/checkout/sessions");
+    assert_eq!(request.field("mode"), Some("subscription"));
+    assert_eq!(request.field("line_items[0][price]"), Some(PRICE));
+    assert_eq!(request.field("line_items[0][quantity]"), Some("1"));
+    assert_eq!(
+        request.field("client_reference_id"),
+        Some(shop.user_id.to_string().as_str())
+    );
+    assert_eq!(request.field("customer_email"), Some("pay@example.com"));
+    assert_eq!(request.field("customer"), None);
+    assert_eq!(
+        request.field("success_url"),
+        Some(
+            format!(
+                "{}/premium/success?session_id={{CHECKOUT_SESSION_ID}}",
+                shop.app.url("")
+            )
+            .as_str()
+        )
+    );
+    assert_eq!(
+        request.field("cancel_url"),
+        Some(shop.app.url("/premium/cancelled").as_str())
+    );
+
+    // Coming back to the success page changes nothing: only Stripe's word does.
+    assert!(
+        shop.browser
+            .page("/premium/success")
+            .await
+            .contains("as soon as Stripe confirms")
+    );
+    assert_eq!(plan(&pool, shop.user_id).await, "free");
+
+    let (customer, _) = shop.fake.complete_checkout(&session).await.unwrap();
+    assert_eq!(
+        shop.fake.deliveries(),
+        vec![("checkout.session.completed".to_string(), 200)]
+    );
+    assert_eq!(plan(&pool, shop.user_id).await, "premium");
+    let account = shop.browser.page("/account").await;
+    assert!(
+        account.contains(r#"<dd class="plan">Premium</dd>"#),
+        "{account}"
+    );
+    assert!(account.contains("of 200 searches this month"), "{account}");
+    assert!(account.contains("Manage billing"), "{account}");
+
+    // The billing portal opens for the known customer.
+    let csrf = shop.browser.csrf().await;
+    let portal = shop
+        .browser
+        .post("/billing/portal", &[("csrf", &csrf)])
+        .await;
+    assert!(location(&portal).starts_with(&format!("{}/portal/", shop.fake.base_url())));
+    let request = shop.fake.requests().pop().unwrap();
+    assert_eq!(request.path, "/v1/billing_portal/sessions");
+    assert_eq!(request.field("customer"), Some(customer.as_str()));
+    assert_eq!(
+        request.field("return_url"),
+        Some(shop.app.url("/account").as_str())
+    );
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn cancelling_or_not_paying_returns_to_free_and_a_new_checkout_reuses_the_customer(
+    pool: PgPool,
+) {
+    let shop = shop(&pool).await;
+    let session = go_premium(&shop).await;
+    let (customer, subscription) = shop.fake.complete_checkout(&session).await.unwrap();
+    assert_eq!(plan(&pool, shop.user_id).await, "premium");
+
+    // A failed payment is recorded and shown; the plan follows the subscription's status.
+    assert_eq!(shop.fake.fail_payment(&subscription).await, Some(200));
+    let failures: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM payment_failures WHERE customer_id = $1")
+            .bind(&customer)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(failures, 1);
+    assert!(
+        shop.browser
+            .page("/account")
+            .await
+            .contains("failed. Update your card")
+    );
+    assert_eq!(
+        shop.fake
+            .set_subscription_status(&subscription, "past_due")
+            .await,
+        Some(200)
+    );
+    assert_eq!(plan(&pool, shop.user_id).await, "free");
+    shop.fake
+        .set_subscription_status(&subscription, "active")
+        .await;
+    assert_eq!(plan(&pool, shop.user_id).await, "premium");
+    shop.fake
+        .set_subscription_status(&subscription, "unpaid")
+        .await;
+    assert_eq!(plan(&pool, shop.user_id).await, "free");
+    shop.fake
+        .set_subscription_status(&subscription, "active")
+        .await;
+    shop.fake
+        .set_subscription_status(&subscription, "canceled")
+        .await;
+    assert_eq!(plan(&pool, shop.user_id).await, "free");
+    assert_eq!(
+        shop.fake.deliveries().last().unwrap(),
+        &("customer.subscription.deleted".to_string(), 200)
+    );
+
+    // Buying again: the same Stripe customer.
+    go_premium(&shop).await;
+    let request = shop.fake.requests().pop().unwrap();
+    assert_eq!(request.field("customer"), Some(customer.as_str()));
+    assert_eq!(request.field("customer_email"), None);
+}
+
+/// Delivers `payload` to the app's webhook with `signature`; (status, body).
+async fn post_webhook(app: &TestApp, payload: &str, signature: &str) -> (u16, String) {
+    let response = reqwest::Client::new()
+        .post(app.url("/stripe/webhook"))
+        .header("stripe-signature", signature)
+        .body(payload.to_string())
+        .send()
+        .await
+        .unwrap();
+    (response.status().as_u16(), response.text().await.unwrap())
+}
+
+fn completed_event(id: &str, created: i64, user_id: i64) -> String {
+    let session = events::checkout_session(
+        "cs_test_manual",
+        &serde_json::json!({
+            "client_reference_id": user_id.to_string(), "customer": "cus_manual",
+            "subscription": "sub_manual", "status": "complete", "payment_status": "paid",
+        }),
+        "http://fake",
+    );
+    events::event(id, "checkout.session.completed", created, session).to_string()
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn forged_stale_and_replayed_events_change_nothing(pool: PgPool) {
+    let shop = shop(&pool).await;
+    let now = events::now();
+    let payload = completed_event("evt_manual_1", now, shop.user_id);
+
+    for (signature, why) in [
+        (sign(&payload, "whsec_wrong", now), "another secret"),
+        (
+            sign(&payload.replace("cus_manual", "cus_other"), SECRET, now),
+            "another body",
+        ),
+        (sign(&payload, SECRET, now - 301), "older than 5 minutes"),
+        ("t=abc,v1=00".to_string(), "malformed header"),
+        (String::new(), "no signature"),
+    ] {
+        let (status, _) = post_webhook(&shop.app, &payload, &signature).await;
+        assert_eq!(status, 400, "{why}");
+    }
+    let events: i64 = sqlx::query_scalar("SELECT count(*) FROM stripe_events")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(events, 0);
+    assert_eq!(plan(&pool, shop.user_id).await, "free");
+
+    // Signed now: applied once; the same event again is acknowledged and ignored.
+    let signature = sign(&payload, SECRET, now);
+    let (status, body) = post_webhook(&shop.app, &payload, &signature).await;
+    assert_eq!(
+        (status, body.contains("applied checkout.session.completed")),
+        (200, true),
+        "{body}"
+    );
+    assert_eq!(plan(&pool, shop.user_id).await, "premium");
+    // Cancelled since; then the old completion is replayed: still free.
+    let cancelled = events::event(
+        "evt_manual_2",
+        "customer.subscription.deleted",
+        now + 1,
+        events::subscription("sub_manual", "cus_manual", "canceled"),
+    )
+    .to_string();
+    let (status, _) = post_webhook(&shop.app, &cancelled, &sign(&cancelled, SECRET, now)).await;
+    assert_eq!(status, 200);
+    assert_eq!(plan(&pool, shop.user_id).await, "free");
+    let (status, body) = post_webhook(&shop.app, &payload, &signature).await;
+    assert_eq!(
+        (status, body.contains("already handled")),
+        (200, true),
+        "{body}"
+    );
+    assert_eq!(plan(&pool, shop.user_id).await, "free");
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn events_delivered_out_of_order_leave_the_plan_of_the_newest(pool: PgPool) {
+    let shop = shop(&pool).await;
+    let t = events::now() - 100;
+    let pool_ref = &pool;
+    let deliver = |payload: String| async move {
+        webhook::handle(
+            pool_ref,
+            SECRET,
+            &payload,
+            &sign(&payload, SECRET, t + 100),
+            Some(t + 100),
+        )
+        .await
+        .unwrap()
+        .unwrap()
+    };
+    // Stripe's order: completed (t), cancelled (t+50). Delivered: cancelled first.
+    let cancelled = events::event(
+        "evt_b",
+        "customer.subscription.deleted",
+        t + 50,
+        events::subscription("sub_manual", "cus_manual", "canceled"),
+    );
+    deliver(cancelled.to_string()).await;
+    deliver(completed_event("evt_a", t, shop.user_id)).await;
+    assert_eq!(plan(&pool, shop.user_id).await, "free");
+    // An older "active" update arriving last does not revive it either.
+    let active = events::event(
+        "evt_c",
+        "customer.subscription.updated",
+        t + 10,
+        events::subscription("sub_manual", "cus_manual", "active"),
+    );
+    deliver(active.to_string()).await;
+    assert_eq!(plan(&pool, shop.user_id).await, "free");
+    let status: String =
+        sqlx::query_scalar("SELECT status FROM stripe_subscriptions WHERE id = 'sub_manual'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(status, "canceled");
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn stripe_errors_are_retried_once_then_shown_and_nothing_changes(pool: PgPool) {
+    let shop = shop(&pool).await;
+    shop.fake.set_behaviour(ApiBehaviour::Status(429));
+    let csrf = shop.browser.csrf().await;
+    let response = shop
+        .browser
+        .post("/premium/checkout", &[("csrf", &csrf)])
+        .await;
+    assert_eq!(location(&response), "/premium?error=stripe");
+    let requests = shop.fake.requests();
+    assert_eq!(requests.len(), 2, "one retry");
+    assert!(requests[0].idempotency_key.is_some());
+    assert_eq!(requests[0].idempotency_key, requests[1].idempotency_key);
+    let page = shop.browser.page("/premium?error=stripe").await;
+    assert!(page.contains("Nothing was charged"), "{page}");
+    assert_eq!(plan(&pool, shop.user_id).await, "free");
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn without_stripe_settings_the_site_runs_and_says_billing_is_off(pool: PgPool) {
+    let app = common::spawn_app(pool.clone()).await;
+    let browser = Browser::new(&app);
+    let page = browser.page("/premium").await;
+    assert!(
+        page.contains("Billing is not configured on this server"),
+        "{page}"
+    );
+    let csrf = browser.csrf().await;
+    // Signed out: asked to log in first.
+    let response = browser.post("/premium/checkout", &[("csrf", &csrf)]).await;
+    assert_eq!(location(&response), "/login?next=/premium");
+    let response = reqwest::Client::new()
+        .post(app.url("/stripe/webhook"))
+        .header("stripe-signature", "t=1,v1=00")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 503);
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_wrong_secret_key_is_refused_the_way_stripe_refuses_it(pool: PgPool) {
+    let shop = shop(&pool).await;
+    let wrong = Billing::new(
+        &BillingConfig {
+            secret_key: "sk_test_wrong".into(),
+            price_id: PRICE.into(),
+            webhook_secret: SECRET.into(),
+            api_base: Some(shop.fake.base_url()),
+        },
+        &shop.app.url(""),
+    )
+    .unwrap();
+    let user = server::accounts::user_by_id(&pool, shop.user_id)
+        .await
+        .unwrap()
+        .unwrap();
+    let error = wrong.checkout_url(&pool, &user).await.unwrap_err();
+    assert!(error.to_string().contains("Invalid API Key"), "{error}");
+    // 401 is not retried.
+    assert_eq!(shop.fake.requests().len(), 1);
+}
