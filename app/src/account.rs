@@ -25,25 +25,3 @@ pub struct UserSummary {
     /// The day of a failed payment not yet followed by a successful one.
     pub payment_failed_on: Option<String>,
 }
-
-/// The reason codes the account forms' handlers put in `?error=` when they send the browser
-/// back to the form, and what the form then says.
-pub fn form_error_message(code: &str) -> Option<&'static str> {
-    Some(match code {
-        "email" => "Enter an email address like name@example.com.",
-        "password-short" => "The password must have at least 8 characters.",
-        "password-long" => "The password must have at most 128 characters.",
-        "wrong" => "Email or password is wrong.",
-        "throttled" => "Too many attempts. Please wait a few minutes and try again.",
-        "form" => "The form expired. Please try again.",
-        "link" => "This link is unknown, already used or expired. Sign up again to get a new one.",
-        "registered" => "This address already has an account. Log in instead.",
-        "billing-off" => {
-            "Payments are not configured on this server, so Premium cannot be bought here."
-        }
-        "stripe" => {
-            "The payment service did not answer. Nothing was charged; please try again in a moment."
-        }
-        _ => return None,
-    })
-}

@@ -6,6 +6,7 @@
 
 pub mod account;
 pub mod api;
+pub mod i18n;
 pub mod pages;
 pub mod search;
 
@@ -22,9 +23,11 @@ pub const BUNDLE_NAME: &str = "zenbu";
 
 /// The HTML document around the app, rendered on the server only.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
+    let lang = i18n::detect();
+    provide_context(lang);
     view! {
         <!DOCTYPE html>
-        <html lang="en">
+        <html lang=lang.code()>
             <head>
                 <meta charset="utf-8" />
                 <meta name="viewport" content="width=device-width, initial-scale=1" />
@@ -43,10 +46,13 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 pub fn App() -> impl IntoView {
     provide_meta_context();
     mark_hydrated();
+    // The server's shell provided it; in the browser it is read from `<html lang>`.
+    let lang = use_context::<i18n::Lang>().unwrap_or_else(i18n::detect);
+    provide_context(lang);
 
     view! {
         <Stylesheet id="zenbu-css" href=format!("/pkg/{BUNDLE_NAME}.css") />
-        <Title text="Zenbu — find anime by description" />
+        <Title text=lang.texts().site_title />
         <Router>
             <pages::SiteNav />
             <Routes fallback=pages::NotFound>

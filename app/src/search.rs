@@ -34,16 +34,6 @@ pub enum Branch {
     Both,
 }
 
-impl Branch {
-    pub fn label(self) -> &'static str {
-        match self {
-            Branch::Lexical => "words",
-            Branch::Vector => "meaning",
-            Branch::Both => "words + meaning",
-        }
-    }
-}
-
 /// One anime as a result card or a "similar to" entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AnimeCard {
@@ -66,6 +56,12 @@ pub struct SearchHit {
     pub score: f64,
     pub lexical_rank: Option<usize>,
     pub vector_rank: Option<usize>,
+    /// Why it matched, for the page: the title the query matched, and the query's words the
+    /// anime's text holds (lexical branch only).
+    #[serde(default)]
+    pub matched_title: Option<String>,
+    #[serde(default)]
+    pub matched_words: Vec<String>,
 }
 
 /// How the final order was made.
@@ -115,8 +111,10 @@ impl QuotaInfo {
 /// Why a search did not run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Refusal {
-    /// The query cannot be searched as written (empty, too long): HTTP 400.
-    BadQuery(String),
+    /// Nothing to search for: HTTP 400.
+    EmptyQuery,
+    /// Longer than [`MAX_QUERY_CHARS`]: HTTP 400.
+    QueryTooLong { max: usize },
     /// The allowance is used up: HTTP 429.
     QuotaExhausted(QuotaInfo),
     /// A new anonymous visitor from a network that started too many today (cleared cookies):

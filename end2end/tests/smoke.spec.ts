@@ -14,9 +14,9 @@ test('home page renders on the server and hydrates', async ({ page, request }) =
   // The example buttons only work once the wasm runs.
   const search = page.getByLabel('Describe the anime you are looking for');
   await expect(search).toHaveValue('');
-  const example = page.getByRole('button', { name: 'algo tranquilo, de alguien que viaja solo y ayuda a la gente' });
+  const example = page.getByRole('button', { name: 'a quiet story about someone who travels alone and helps people' });
   await example.click();
-  await expect(search).toHaveValue('algo tranquilo, de alguien que viaja solo y ayuda a la gente');
+  await expect(search).toHaveValue('a quiet story about someone who travels alone and helps people');
 
   await page.screenshot({ path: 'artifacts/home.png', fullPage: true });
 });
@@ -56,5 +56,5 @@ test('unknown pages answer 404 with a way back', async ({ page }) => {
   const response = await page.goto('/no-such-page');
   expect(response?.status()).toBe(404);
   await expect(page.getByRole('heading', { name: 'Page not found' })).toBeVisible();
-  await expect(page.getByRole('link', { name: 'Back to search' })).toHaveAttribute('href', '/');
+  await expect(page.getByRole('link', { name: '← Search' })).toHaveAttribute('href', '/');
 });

@@ -169,6 +169,11 @@ pub enum DbAction {
     Stop,
     /// Print the connection URL of the app's database in the embedded server (starting it).
     Url,
+    /// Drop a database of the embedded server, e.g. the browser suite's before a run.
+    Drop {
+        /// The database's name (`zenbu_e2e`).
+        name: String,
+    },
 }
 
 pub async fn run(cli: Cli) -> Result<()> {
@@ -417,6 +422,17 @@ async fn serve(config: Config) -> Result<()> {
             "empty catalog: loaded the bundled demo catalog"
         );
     }
+    let stale: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM documents WHERE lexical_hash IS NULL")
+            .fetch_one(&pool)
+            .await?;
+    if stale > 0 {
+        tracing::warn!(
+            stale,
+            "documents predate the lexical index (migration 4): word search misses them until \
+             `server ingest` runs again"
+        );
+    }
     let embedder = crate::search::embedder::from_config(&config)?;
     let report = embed_documents(&config, &pool, embedder.as_ref()).await?;
     if report.missing > 0 {
@@ -529,6 +545,18 @@ async fn db_command(config: &Config, action: DbAction) -> Result<()> {
         DbAction::Stop => {
             embedded.stop()?;
             println!("embedded PostgreSQL: {}", embedded.status()?);
+        }
+        DbAction::Drop { name } => {
+            anyhow::ensure!(
+                !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
+                "not a database name: {name:?}"
+            );
+            embedded.start()?;
+            let pool = db::connect(&embedded.url_for("postgres")?).await?;
+            sqlx::query(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+                .execute(&pool)
+                .await?;
+            println!("dropped database {name} (if it existed)");
         }
         // Always the embedded server's: scripts/test relies on it even when a .env names another.
         DbAction::Url => {

@@ -87,7 +87,7 @@ async fn a_too_long_query_is_refused_with_a_clear_message(pool: PgPool) {
         page.text()
             .await
             .unwrap()
-            .contains("descriptions are limited to 1000 characters")
+            .contains("The description is too long: at most 1000 characters.")
     );
     let api = reqwest::get(format!("http://{addr}/api/search?q={long}"))
         .await
@@ -295,4 +295,51 @@ async fn a_visitor_gets_ten_searches_a_year_and_the_eleventh_is_refused(pool: Pg
         .await
         .unwrap();
     assert_eq!(fresh.status(), 200);
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn pages_speak_the_browsers_language_and_the_switch_sticks(pool: PgPool) {
+    let app = common::spawn_app(pool).await;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let page = |accept: &'static str, cookie: Option<&'static str>| {
+        let mut request = client.get(app.url("/")).header("accept-language", accept);
+        if let Some(cookie) = cookie {
+            request = request.header("cookie", cookie);
+        }
+        async move { request.send().await.unwrap().text().await.unwrap() }
+    };
+    let spanish = page("es-ES,es;q=0.9,en;q=0.5", None).await;
+    assert!(spanish.contains(r#"<html lang="es""#), "{spanish}");
+    assert!(spanish.contains("Describe el anime que buscas"));
+    let english = page("en-GB", None).await;
+    assert!(english.contains(r#"<html lang="en""#));
+    assert!(english.contains("Describe the anime you are looking for"));
+    // The cookie wins over the header.
+    let chosen = page("es", Some("zenbu_lang=en")).await;
+    assert!(chosen.contains("Describe the anime you are looking for"));
+
+    // The switch sets it and goes back to the page, never to another site.
+    let switched = client
+        .get(app.url("/lang?to=es&back=%2F%3Fq%3Dmushishi"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(switched.status(), 303);
+    assert_eq!(switched.headers()["location"], "/?q=mushishi");
+    let cookie = switched.headers()["set-cookie"].to_str().unwrap();
+    assert!(
+        cookie.starts_with("zenbu_lang=es;") && cookie.contains("Max-Age="),
+        "{cookie}"
+    );
+    let away = client
+        .get(app.url("/lang?to=en&back=https://evil.example"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(away.headers()["location"], "/");
+    let unknown = client.get(app.url("/lang?to=fr")).send().await.unwrap();
+    assert_eq!(unknown.status(), 400);
 }

@@ -1,4 +1,5 @@
-//! Account pages: sign up, the "check your mail" page, the sign-up link, log in, the account.
+//! Account pages: sign up, the "check your mail" page, the sign-up link, log in, the account,
+//! and the site header.
 //!
 //! The forms are plain HTML forms posting to the server's handlers (`server::http::auth`),
 //! which answer with a redirect: they work the same with JavaScript on or off. A handler that
@@ -6,48 +7,46 @@
 
 use leptos::prelude::*;
 use leptos_meta::Title;
-use leptos_router::hooks::use_query_map;
+use leptos_router::hooks::{use_location, use_query_map};
 
 use super::premium::{ManageBilling, go_premium};
 use crate::{
-    account::{Viewer, form_error_message},
+    account::Viewer,
     api::load_viewer,
-    search::QuotaInfo,
+    i18n::{Lang, use_lang},
 };
 
 /// Shows the message for `?error=` (if the code is known).
 #[component]
 pub(super) fn FormErrorNotice() -> impl IntoView {
+    let lang = use_lang();
     let query = use_query_map();
     move || {
         query
             .read()
             .get("error")
-            .and_then(|code| form_error_message(&code))
+            .and_then(|code| lang.form_error(&code))
             .map(|message| view! { <p class="notice error" role="alert">{message}</p> })
     }
 }
 
-/// Renders `form(viewer)` once the viewer is known, or an error notice.
+/// Renders `form(viewer)` once the viewer is known, or the error notice.
 pub(super) fn with_viewer<V: IntoView + 'static>(
     form: impl Fn(Viewer) -> V + Send + Sync + Clone + 'static,
 ) -> impl IntoView {
+    let t = use_lang().texts();
     let resource = Resource::new(|| (), |_| load_viewer());
     view! {
-        <Suspense fallback=|| view! { <p role="status">"Loading…"</p> }>
+        <Suspense fallback=move || view! { <p role="status">{t.loading}</p> }>
             {move || {
                 let form = form.clone();
                 Suspend::new(async move {
-                match resource.await {
-                    Ok(viewer) => form(viewer).into_any(),
-                    Err(_) => view! {
-                        <p class="notice error" role="alert">
-                            "This page could not be loaded. Please try again in a moment."
-                        </p>
+                    match resource.await {
+                        Ok(viewer) => form(viewer).into_any(),
+                        Err(_) => view! { <super::ServerError /> }.into_any(),
                     }
-                        .into_any(),
-                }
-            })}}
+                })
+            }}
         </Suspense>
     }
 }
@@ -55,25 +54,26 @@ pub(super) fn with_viewer<V: IntoView + 'static>(
 /// `/register`: email and password; the account is created from an emailed link.
 #[component]
 pub fn RegisterPage() -> impl IntoView {
+    let t = use_lang().texts();
     view! {
-        <Title text="Sign up — Zenbu" />
+        <Title text=format!("{} — Zenbu", t.sign_up_title) />
         <main class="account-form">
-            <h1>"Create a free account"</h1>
-            <p>"30 searches a month, free. We send a link to your address to finish."</p>
+            <h1>{t.sign_up_title}</h1>
+            <p>{t.sign_up_intro}</p>
             <FormErrorNotice />
-            {with_viewer(|viewer| view! {
+            {with_viewer(move |viewer| view! {
                 <form method="post" action="/register">
                     <input type="hidden" name="csrf" value=viewer.csrf />
-                    <label for="email">"Email"</label>
+                    <label for="email">{t.email}</label>
                     <input id="email" name="email" type="email" autocomplete="email" required />
-                    <label for="password">"Password"</label>
+                    <label for="password">{t.password}</label>
                     <input id="password" name="password" type="password" autocomplete="new-password"
                         minlength="8" maxlength="128" required aria-describedby="password-rules" />
-                    <p id="password-rules" class="hint">"8 to 128 characters."</p>
-                    <button type="submit">"Sign up"</button>
+                    <p id="password-rules" class="hint">{t.password_rules}</p>
+                    <button type="submit">{t.sign_up_button}</button>
                 </form>
             })}
-            <p>"Already have an account? " <a href="/login">"Log in"</a></p>
+            <p>{t.have_account} <a href="/login">{t.nav_log_in}</a></p>
         </main>
     }
 }
@@ -81,15 +81,13 @@ pub fn RegisterPage() -> impl IntoView {
 /// `/register/sent`: the same answer whether or not the address already had an account.
 #[component]
 pub fn RegisterSentPage() -> impl IntoView {
+    let t = use_lang().texts();
     view! {
-        <Title text="Check your mail — Zenbu" />
+        <Title text=format!("{} — Zenbu", t.check_mail_title) />
         <main class="account-form">
-            <h1>"Check your mail"</h1>
-            <p>
-                "We have sent a message to the address you gave. Open the link in it to finish. "
-                "The link works for 24 hours."
-            </p>
-            <p><a href="/">"Back to search"</a></p>
+            <h1>{t.check_mail_title}</h1>
+            <p>{t.check_mail_text}</p>
+            <p><a href="/">{t.back_to_search}</a></p>
         </main>
     }
 }
@@ -98,12 +96,13 @@ pub fn RegisterSentPage() -> impl IntoView {
 /// account, so a mail scanner that only follows links creates nothing.
 #[component]
 pub fn ConfirmPage() -> impl IntoView {
+    let t = use_lang().texts();
     let query = use_query_map();
     let token = move || query.read().get("token").unwrap_or_default();
     view! {
-        <Title text="Finish signing up — Zenbu" />
+        <Title text=format!("{} — Zenbu", t.confirm_title) />
         <main class="account-form">
-            <h1>"Finish creating your account"</h1>
+            <h1>{t.confirm_title}</h1>
             <FormErrorNotice />
             {move || {
                 let token = token();
@@ -113,7 +112,7 @@ pub fn ConfirmPage() -> impl IntoView {
                         <form method="post" action="/register/confirm">
                             <input type="hidden" name="csrf" value=viewer.csrf />
                             <input type="hidden" name="token" value=token />
-                            <button type="submit">"Create my account"</button>
+                            <button type="submit">{t.confirm_button}</button>
                         </form>
                     }
                 })
@@ -125,12 +124,13 @@ pub fn ConfirmPage() -> impl IntoView {
 /// `/login`.
 #[component]
 pub fn LoginPage() -> impl IntoView {
+    let t = use_lang().texts();
     let query = use_query_map();
     let next = move || query.read().get("next").unwrap_or_default();
     view! {
-        <Title text="Log in — Zenbu" />
+        <Title text=format!("{} — Zenbu", t.log_in_title) />
         <main class="account-form">
-            <h1>"Log in"</h1>
+            <h1>{t.log_in_title}</h1>
             <FormErrorNotice />
             {move || {
                 let next = next();
@@ -140,98 +140,100 @@ pub fn LoginPage() -> impl IntoView {
                         <form method="post" action="/login">
                             <input type="hidden" name="csrf" value=viewer.csrf />
                             <input type="hidden" name="next" value=next />
-                            <label for="email">"Email"</label>
+                            <label for="email">{t.email}</label>
                             <input id="email" name="email" type="email" autocomplete="email" required />
-                            <label for="password">"Password"</label>
+                            <label for="password">{t.password}</label>
                             <input id="password" name="password" type="password"
                                 autocomplete="current-password" required />
-                            <button type="submit">"Log in"</button>
+                            <button type="submit">{t.log_in_button}</button>
                         </form>
                     }
                 })
             }}
-            <p>"No account yet? " <a href="/register">"Sign up"</a></p>
+            <p>{t.no_account} <a href="/register">{t.nav_sign_up}</a></p>
         </main>
     }
 }
 
-/// `/account`: email, plan, searches used this period and when they reset, log out.
+/// `/account`: email, plan, searches used this period and when they reset, Premium, log out.
 #[component]
 pub fn AccountPage() -> impl IntoView {
+    let lang = use_lang();
+    let t = lang.texts();
     view! {
-        <Title text="Your account — Zenbu" />
+        <Title text=format!("{} — Zenbu", t.account_title) />
         <main class="account">
-            <h1>"Your account"</h1>
+            <h1>{t.account_title}</h1>
             <FormErrorNotice />
-            {with_viewer(|viewer| match viewer.user.clone() {
-                Some(user) => {
-                    let plan = if user.premium { "Premium" } else { "Free" };
-                    let billing = if user.premium && user.has_billing_account {
-                        view! { <ManageBilling csrf=viewer.csrf.clone() /> }.into_any()
-                    } else {
-                        go_premium(&viewer)
-                    };
-                    view! {
-                        {user.payment_failed_on.map(|day| view! {
-                            <p class="notice error" role="alert">
-                                {format!("Your payment of {day} failed. Update your card in the billing portal to keep Premium.")}
-                            </p>
-                        })}
-                        <dl class="account-facts">
-                            <dt>"Email"</dt>
-                            <dd class="email">{user.email}</dd>
-                            <dt>"Plan"</dt>
-                            <dd class="plan">{plan}</dd>
-                            <dt>"Searches"</dt>
-                            <dd class="usage">{usage_line(&viewer.quota)}</dd>
-                        </dl>
-                        <section class="billing" aria-label="Premium">{billing}</section>
-                        <form method="post" action="/logout">
-                            <input type="hidden" name="csrf" value=viewer.csrf />
-                            <button type="submit">"Log out"</button>
-                        </form>
+            {with_viewer(move |viewer| {
+                let quota = &viewer.quota;
+                let usage = lang.usage(quota.used, quota.limit, &quota.period, &quota.resets_on);
+                match viewer.user.clone() {
+                    Some(user) => {
+                        let plan = if user.premium { t.plan_premium } else { t.plan_free };
+                        let billing = if user.premium && user.has_billing_account {
+                            view! { <ManageBilling csrf=viewer.csrf.clone() /> }.into_any()
+                        } else {
+                            go_premium(&viewer)
+                        };
+                        view! {
+                            {user.payment_failed_on.map(|day| view! {
+                                <p class="notice error" role="alert">{lang.payment_failed(&day)}</p>
+                            })}
+                            <dl class="account-facts">
+                                <dt>{t.email}</dt>
+                                <dd class="email">{user.email}</dd>
+                                <dt>{t.plan}</dt>
+                                <dd class="plan">{plan}</dd>
+                                <dt>{t.searches}</dt>
+                                <dd class="usage">{usage}</dd>
+                            </dl>
+                            <section class="billing" aria-label="Premium">{billing}</section>
+                            <form method="post" action="/logout">
+                                <input type="hidden" name="csrf" value=viewer.csrf.clone() />
+                                <button type="submit" class="secondary">{t.log_out}</button>
+                            </form>
+                        }
+                            .into_any()
                     }
-                        .into_any()
+                    None => view! {
+                        <p>
+                            {t.not_logged_in}
+                            <a href="/login?next=/account">{t.nav_log_in}</a>
+                            {t.or}
+                            <a href="/register">{t.sign_up_lower}</a>
+                            {t.for_30}
+                        </p>
+                        <p class="usage">{usage}</p>
+                    }
+                        .into_any(),
                 }
-                None => view! {
-                    <p>
-                        "You are not logged in. "
-                        <a href="/login?next=/account">"Log in"</a>
-                        " or "
-                        <a href="/register">"sign up"</a>
-                        " for 30 searches a month."
-                    </p>
-                    <p class="usage">{usage_line(&viewer.quota)}</p>
-                }
-                    .into_any(),
             })}
         </main>
     }
 }
 
-/// "Used 3 of 30 searches this month; they reset on 2026-12-01."
-pub fn usage_line(quota: &QuotaInfo) -> String {
-    let period = if quota.period == "year" {
-        "this year"
-    } else {
-        "this month"
-    };
-    format!(
-        "Used {} of {} searches {period}; {} left, resets on {}.",
-        quota.used.min(quota.limit),
-        quota.limit,
-        quota.remaining(),
-        quota.resets_on,
-    )
-}
-
-/// The links at the top of every page: log in and sign up, or the account.
+/// The bar at the top of every page: search, log in and sign up (or the account), and the
+/// language switch (a link the server answers by setting the `zenbu_lang` cookie; `rel=external`
+/// keeps the client-side router from handling it).
 #[component]
 pub fn SiteNav() -> impl IntoView {
+    let lang = use_lang();
+    let t = lang.texts();
+    let location = use_location();
     let resource = Resource::new(|| (), |_| load_viewer());
+    let here = move || {
+        let search = location.search.get();
+        let path = location.pathname.get();
+        if search.is_empty() {
+            path
+        } else {
+            format!("{path}?{}", search.trim_start_matches('?'))
+        }
+    };
     view! {
-        <nav class="site-nav" aria-label="Site">
-            <a href="/">"Search"</a>
+        <nav class="site-nav" aria-label="Zenbu">
+            <a href="/" class="home-link">{t.nav_search}</a>
             <Suspense fallback=|| ()>
                 {move || Suspend::new(async move {
                     match resource.await {
@@ -240,13 +242,34 @@ pub fn SiteNav() -> impl IntoView {
                         }
                             .into_any(),
                         _ => view! {
-                            <a href="/login">"Log in"</a>
-                            <a href="/register">"Sign up"</a>
+                            <a href="/login">{t.nav_log_in}</a>
+                            <a href="/register">{t.nav_sign_up}</a>
                         }
                             .into_any(),
                     }
                 })}
             </Suspense>
+            <span class="languages" role="group" aria-label=t.nav_language>
+                {Lang::ALL
+                    .into_iter()
+                    .map(|other| {
+                        let href = move || {
+                            format!("/lang?to={}&back={}", other.code(), leptos_router::location::Url::escape(&here()))
+                        };
+                        view! {
+                            <a
+                                href=href
+                                rel="external"
+                                hreflang=other.code()
+                                lang=other.code()
+                                aria-current=(other == lang).then_some("true")
+                            >
+                                {other.name()}
+                            </a>
+                        }
+                    })
+                    .collect_view()}
+            </span>
         </nav>
     }
 }

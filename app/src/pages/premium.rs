@@ -4,38 +4,37 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-use super::account::{FormErrorNotice, usage_line, with_viewer};
-use crate::account::Viewer;
+use super::account::{FormErrorNotice, with_viewer};
+use crate::{account::Viewer, i18n::use_lang};
 
 /// The "Go Premium" button (a form posting to the server, which redirects to Stripe), or why
 /// there is none.
 pub fn go_premium(viewer: &Viewer) -> AnyView {
+    let t = use_lang().texts();
     match &viewer.user {
         _ if !viewer.billing => view! {
-            <p class="notice" role="status">
-                "Billing is not configured on this server, so Premium cannot be bought here."
-            </p>
-            <button type="button" disabled>"Go Premium"</button>
+            <p class="notice" role="status">{t.billing_off}</p>
+            <button type="button" disabled>{t.go_premium}</button>
         }
         .into_any(),
         None => view! {
             <p>
-                <a href="/login?next=/premium">"Log in"</a>
-                " or "
-                <a href="/register">"sign up"</a>
-                " to go Premium."
+                <a href="/login?next=/premium">{t.nav_log_in}</a>
+                {t.or}
+                <a href="/register">{t.sign_up_lower}</a>
+                {t.log_in_to_go_premium}
             </p>
         }
         .into_any(),
         Some(user) if user.premium => view! {
-            <p class="notice" role="status">"You are Premium. Thank you!"</p>
+            <p class="notice" role="status">{t.you_are_premium}</p>
             <ManageBilling csrf=viewer.csrf.clone() />
         }
         .into_any(),
         Some(_) => view! {
             <form method="post" action="/premium/checkout">
                 <input type="hidden" name="csrf" value=viewer.csrf.clone() />
-                <button type="submit">"Go Premium"</button>
+                <button type="submit">{t.go_premium}</button>
             </form>
         }
         .into_any(),
@@ -45,10 +44,11 @@ pub fn go_premium(viewer: &Viewer) -> AnyView {
 /// Opens Stripe's billing portal (change card, cancel).
 #[component]
 pub fn ManageBilling(csrf: String) -> impl IntoView {
+    let t = use_lang().texts();
     view! {
         <form method="post" action="/billing/portal">
             <input type="hidden" name="csrf" value=csrf />
-            <button type="submit">"Manage billing"</button>
+            <button type="submit">{t.manage_billing}</button>
         </form>
     }
 }
@@ -56,15 +56,22 @@ pub fn ManageBilling(csrf: String) -> impl IntoView {
 /// `/premium`.
 #[component]
 pub fn PremiumPage() -> impl IntoView {
+    let lang = use_lang();
+    let t = lang.texts();
     view! {
-        <Title text="Premium — Zenbu" />
+        <Title text=format!("{} — Zenbu", t.premium_title) />
         <main class="premium">
-            <h1>"Zenbu Premium"</h1>
-            <p>"200 searches a month instead of 30, for people who search a lot. Cancel any time."</p>
+            <h1>{t.premium_title}</h1>
+            <p>{t.premium_intro}</p>
             <FormErrorNotice />
-            {with_viewer(|viewer| view! {
-                <p class="usage">{usage_line(&viewer.quota)}</p>
-                {go_premium(&viewer)}
+            {with_viewer(move |viewer| {
+                let quota = &viewer.quota;
+                view! {
+                    <p class="usage">
+                        {lang.usage(quota.used, quota.limit, &quota.period, &quota.resets_on)}
+                    </p>
+                    {go_premium(&viewer)}
+                }
             })}
         </main>
     }
@@ -73,15 +80,13 @@ pub fn PremiumPage() -> impl IntoView {
 /// `/premium/success`: Stripe sends the buyer here after paying. Visiting it changes nothing.
 #[component]
 pub fn PremiumSuccessPage() -> impl IntoView {
+    let t = use_lang().texts();
     view! {
-        <Title text="Thank you — Zenbu" />
+        <Title text=format!("{} — Zenbu", t.thanks_title) />
         <main class="premium">
-            <h1>"Thank you!"</h1>
-            <p>
-                "Your payment went to Stripe. Your plan becomes Premium as soon as Stripe confirms "
-                "it to us, usually within seconds."
-            </p>
-            <p><a href="/account">"See your account"</a></p>
+            <h1>{t.thanks_title}</h1>
+            <p>{t.thanks_text}</p>
+            <p><a href="/account">{t.see_account}</a></p>
         </main>
     }
 }
@@ -89,12 +94,13 @@ pub fn PremiumSuccessPage() -> impl IntoView {
 /// `/premium/cancelled`: the buyer left Stripe Checkout without paying.
 #[component]
 pub fn PremiumCancelledPage() -> impl IntoView {
+    let t = use_lang().texts();
     view! {
-        <Title text="Checkout cancelled — Zenbu" />
+        <Title text=format!("{} — Zenbu", t.cancelled_title) />
         <main class="premium">
-            <h1>"Checkout cancelled"</h1>
-            <p>"Nothing was charged and your plan has not changed."</p>
-            <p><a href="/premium">"Back to Premium"</a></p>
+            <h1>{t.cancelled_title}</h1>
+            <p>{t.cancelled_text}</p>
+            <p><a href="/premium">{t.back_to_premium}</a></p>
         </main>
     }
 }

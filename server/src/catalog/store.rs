@@ -375,8 +375,13 @@ pub async fn rebuild_documents(
         .await?;
         counts.documents_written += 1;
     }
-    if counts.documents_written > 0 {
-        // Document frequencies for the lexical branch's choice of query words.
+    // Document frequencies for the lexical branch's choice of query words: recomputed when a
+    // document changed, or when they are missing (a database made before they existed; without
+    // them the lexical branch finds nothing).
+    let stats_missing: bool = sqlx::query_scalar("SELECT NOT EXISTS (SELECT 1 FROM lexeme_stats)")
+        .fetch_one(&mut *tx)
+        .await?;
+    if counts.documents_written > 0 || stats_missing {
         sqlx::query("DELETE FROM lexeme_stats")
             .execute(&mut *tx)
             .await?;

@@ -92,10 +92,18 @@ struct Shared {
 }
 
 impl Shared {
+    /// A new id, unique across runs too (as Stripe's are): a database that outlives this fake
+    /// must not take a new event for a replay of an old one.
     fn next_id(&self, prefix: &str) -> String {
         let mut inner = self.inner.lock().unwrap();
         inner.next_id += 1;
-        format!("{prefix}_test_{}", inner.next_id)
+        let mut random = [0u8; 6];
+        getrandom::fill(&mut random).expect("the OS random source");
+        format!(
+            "{prefix}_test_{}{}",
+            inner.next_id,
+            crate::catalog::document::hex(&random)
+        )
     }
 }
 

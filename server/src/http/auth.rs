@@ -33,13 +33,14 @@ fn back_to(form: &str, code: &str) -> Redirect {
     Redirect::to(&format!("{form}?error={code}"))
 }
 
-/// Where to go after logging in: a path on this site, never another site (`//evil`, `/\evil`).
-fn local_path(next: &str) -> &str {
+/// `next` if it is a path on this site, else `fallback`: a redirect never leads to another site
+/// (`//evil`, `/\evil`).
+pub(super) fn local_path<'a>(next: &'a str, fallback: &'a str) -> &'a str {
     let safe = next.starts_with('/')
         && !next.starts_with("//")
         && !next.contains('\\')
         && !next.chars().any(char::is_control);
-    if safe { next } else { "/account" }
+    if safe { next } else { fallback }
 }
 
 fn token_ok(state: &AppState, visitor: &Visitor, submitted: &str) -> bool {
@@ -136,7 +137,7 @@ pub async fn log_in(
     match accounts::log_in(&state.pool, &form.email, &form.password, &network.0).await? {
         Ok(user) => {
             accounts::start_session(&session, &user).await?;
-            Ok(Redirect::to(local_path(&form.next)))
+            Ok(Redirect::to(local_path(&form.next, "/account")))
         }
         Err(error) => Ok(back_to("/login", code(error))),
     }
@@ -183,8 +184,8 @@ mod tests {
 
     #[test]
     fn only_local_paths_are_followed_after_log_in() {
-        assert_eq!(local_path("/account"), "/account");
-        assert_eq!(local_path("/?q=mushishi"), "/?q=mushishi");
+        assert_eq!(local_path("/account", "/"), "/account");
+        assert_eq!(local_path("/?q=mushishi", "/"), "/?q=mushishi");
         for outside in [
             "",
             "https://evil.example",
@@ -192,7 +193,7 @@ mod tests {
             "/\\evil.example",
             "/\n",
         ] {
-            assert_eq!(local_path(outside), "/account", "{outside:?}");
+            assert_eq!(local_path(outside, "/account"), "/account", "{outside:?}");
         }
     }
 }

@@ -24,9 +24,10 @@ pub struct PagesBackend {
 impl From<SearchError> for BackendError {
     fn from(error: SearchError) -> Self {
         match error {
-            SearchError::EmptyQuery | SearchError::QueryTooLong(_) => {
-                BackendError::Refused(Refusal::BadQuery(error.to_string()))
-            }
+            SearchError::EmptyQuery => BackendError::Refused(Refusal::EmptyQuery),
+            SearchError::QueryTooLong(_) => BackendError::Refused(Refusal::QueryTooLong {
+                max: app::search::MAX_QUERY_CHARS,
+            }),
             other => {
                 tracing::error!(error = ?other, "search failed");
                 BackendError::Failed("search failed".into())

@@ -5,6 +5,7 @@ mod auth;
 mod backend;
 mod billing;
 mod error;
+mod language;
 
 use std::path::Path;
 
@@ -121,7 +122,8 @@ pub fn router(state: AppState) -> Router {
         .route("/logout", post(auth::log_out))
         .route("/premium/checkout", post(billing::checkout))
         .route("/billing/portal", post(billing::portal))
-        .route("/stripe/webhook", post(billing::stripe_webhook));
+        .route("/stripe/webhook", post(billing::stripe_webhook))
+        .route("/lang", get(language::switch));
     if state.site.dev_mailbox {
         router = router.route("/dev/mail", get(auth::dev_mailbox));
     }

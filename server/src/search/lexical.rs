@@ -69,7 +69,7 @@ pub fn title_text(query: &str) -> String {
 }
 
 /// One lexical match and the evidence behind it.
-#[derive(Debug, Clone, Copy, PartialEq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct LexicalHit {
     pub anime_id: i32,
     /// What the branch ranks by: word score plus weighted title similarity.
@@ -80,6 +80,10 @@ pub struct LexicalHit {
     pub title_similarity: f32,
     /// Share of the query's (non stop) words the document holds.
     pub coverage: f32,
+    /// The query's words the document holds (of those searched for), best scoring first.
+    pub matched_words: Vec<String>,
+    /// The title the query matched by trigram similarity, if one did.
+    pub matched_title: Option<String>,
 }
 
 /// The SQL of [`search`] (its text and the constants bound to it are part of the results
@@ -88,14 +92,14 @@ fn search_sql() -> String {
     format!(
         "WITH total AS (SELECT count(*)::real AS n FROM documents),
          words AS (
-             SELECT websearch_to_tsquery('english', w) AS q,
+             SELECT w, websearch_to_tsquery('english', w) AS q,
                     (SELECT max(s.documents) FROM unnest(to_tsvector('english', w)) AS t
                      JOIN lexeme_stats s ON s.lexeme = t.lexeme) AS df
              FROM unnest($1::text[]) AS w
              WHERE numnode(websearch_to_tsquery('spanish', w)) > 0 OR w = ANY($9::text[])
          ),
          kept AS (
-             SELECT q, ln(total.n / df) AS idf FROM words, total
+             SELECT w, q, ln(total.n / df) AS idf FROM words, total
              WHERE numnode(q) > 0 AND df <= $7::real * total.n
              ORDER BY df LIMIT $8
          ),
@@ -103,7 +107,7 @@ fn search_sql() -> String {
              SELECT count(*) AS words, websearch_to_tsquery('english', $2) AS whole FROM kept
          ),
          term_hits AS (
-             SELECT d.anime_id, k.idf * ts_rank('{{0.1, 0.6, 0.8, 1.0}}', d.lexical, k.q) AS score,
+             SELECT d.anime_id, k.w, k.idf * ts_rank('{{0.1, 0.6, 0.8, 1.0}}', d.lexical, k.q) AS score,
                     d.lexical
              FROM kept k JOIN documents d ON d.lexical @@ k.q JOIN anime a ON a.id = d.anime_id
              WHERE true {filters}
@@ -112,13 +116,15 @@ fn search_sql() -> String {
              SELECT h.anime_id,
                     (sum(h.score) + CASE WHEN bool_or(h.lexical @@ query.whole) THEN $4::real
                                         ELSE 0 END)::real AS score,
-                    count(*)::real / greatest(query.words, 1) AS coverage
+                    count(*)::real / greatest(query.words, 1) AS coverage,
+                    array_agg(h.w ORDER BY h.score DESC) AS words
              FROM term_hits h, query
              GROUP BY h.anime_id, query.words
              ORDER BY score DESC LIMIT 200
          ),
          title_hits AS (
-             SELECT t.anime_id, max(similarity(t.title, $3)) AS score
+             SELECT t.anime_id, max(similarity(t.title, $3)) AS score,
+                    (array_agg(t.title ORDER BY similarity(t.title, $3) DESC))[1] AS title
              FROM anime_titles t JOIN anime a ON a.id = t.anime_id
              WHERE length($3) <= {MAX_TITLE_QUERY_CHARS} AND t.title % $3 {filters}
              GROUP BY t.anime_id
@@ -127,7 +133,9 @@ fn search_sql() -> String {
                 (coalesce(x.score, 0) + $6::real * coalesce(t.score, 0))::real AS score,
                 coalesce(x.score, 0)::real AS text_score,
                 coalesce(t.score, 0)::real AS title_similarity,
-                coalesce(x.coverage, 0)::real AS coverage
+                coalesce(x.coverage, 0)::real AS coverage,
+                coalesce(x.words, '{{}}') AS matched_words,
+                t.title AS matched_title
          FROM text_hits x FULL JOIN title_hits t USING (anime_id)
          ORDER BY score DESC, anime_id LIMIT $5",
         filters = filters::sql(10)

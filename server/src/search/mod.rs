@@ -369,15 +369,20 @@ impl SearchEngine {
         };
         let ids: Vec<i32> = top.iter().map(|f| f.anime_id).collect();
         let cards = self.cards(&ids).await?;
+        let lexical: HashMap<i32, &lexical::LexicalHit> =
+            retrieval.lexical.iter().map(|h| (h.anime_id, h)).collect();
         let hits = top
             .into_iter()
             .filter_map(|f| {
+                let matched = lexical.get(&f.anime_id);
                 Some(SearchHit {
                     anime: cards.get(&f.anime_id)?.clone(),
                     branch: f.branch,
                     score: f.score,
                     lexical_rank: f.lexical_rank,
                     vector_rank: f.vector_rank,
+                    matched_title: matched.and_then(|h| h.matched_title.clone()),
+                    matched_words: matched.map(|h| h.matched_words.clone()).unwrap_or_default(),
                 })
             })
             .collect();

@@ -117,7 +117,8 @@ pub async fn candidates(
     .into_iter()
     .map(|(id, p, summary)| (id, (p.unwrap_or(0), summary)))
     .collect();
-    let lexical: HashMap<i32, LexicalHit> = lexical.iter().map(|h| (h.anime_id, *h)).collect();
+    let lexical: HashMap<i32, LexicalHit> =
+        lexical.iter().map(|h| (h.anime_id, h.clone())).collect();
     Ok(top
         .iter()
         .enumerate()
@@ -126,7 +127,7 @@ pub async fn candidates(
             fused_rank: i + 1,
             rrf: f.score,
             cosine: cosine.get(&f.anime_id).copied(),
-            lexical: lexical.get(&f.anime_id).copied(),
+            lexical: lexical.get(&f.anime_id).cloned(),
             popularity: facts.get(&f.anime_id).map_or(0, |f| f.0),
             summary: facts
                 .get(&f.anime_id)
@@ -192,7 +193,7 @@ impl LocalReranker {
                     Some(cos) if best_cosine.is_finite() => (cos - best_cosine) * 100.0,
                     _ => -10.0,
                 };
-                let (title, coverage) = c.lexical.map_or((0.0, 0.0), |l| {
+                let (title, coverage) = c.lexical.as_ref().map_or((0.0, 0.0), |l| {
                     (l.title_similarity as f64, l.coverage as f64)
                 });
                 let popularity = (1.0 + c.popularity.max(0) as f64).log10() / 6.0;

@@ -1,0 +1,128 @@
+//! `/anime/:id`: the facts of one anime, its franchise in order, and "similar to this".
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_params_map;
+
+use super::{Card, NotFound, ServerError};
+use crate::{api::load_anime, i18n::use_lang, search::AnimeDetails};
+
+#[component]
+pub fn AnimePage() -> impl IntoView {
+    let t = use_lang().texts();
+    let params = use_params_map();
+    let id = move || {
+        params
+            .read()
+            .get("id")
+            .and_then(|id| id.parse::<i32>().ok())
+    };
+    let details = Resource::new(id, |id| async move {
+        match id {
+            Some(id) => load_anime(id).await,
+            None => Ok(None),
+        }
+    });
+    view! {
+        <main class="anime">
+            <p class="back"><a href="/">{t.back_to_search}</a></p>
+            <Suspense fallback=move || view! { <p role="status">{t.loading}</p> }>
+                {move || Suspend::new(async move {
+                    match details.await {
+                        Ok(Some(details)) => view! { <AnimeView details /> }.into_any(),
+                        Ok(None) => view! { <NotFound /> }.into_any(),
+                        Err(_) => view! { <ServerError /> }.into_any(),
+                    }
+                })}
+            </Suspense>
+        </main>
+    }
+}
+
+#[component]
+fn AnimeView(details: AnimeDetails) -> impl IntoView {
+    let lang = use_lang();
+    let t = lang.texts();
+    let card = details.card;
+    let title = card.title.clone();
+    let facts: Vec<String> = [
+        card.format.clone(),
+        match (details.season.as_deref(), card.year) {
+            (Some(season), Some(year)) => Some(format!("{} {year}", lang.season(season))),
+            (None, Some(year)) => Some(year.to_string()),
+            _ => None,
+        },
+        details.average_score.map(|s| lang.score(s)),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let genres: Vec<&str> = card.genres.iter().map(|g| lang.genre(g)).collect();
+    let current = card.id;
+    view! {
+        <Title text=format!("{title} — Zenbu") />
+        <article class="anime-details">
+            <h1>{title}</h1>
+            {card.english_title.map(|english| view! { <p class="english">{english}</p> })}
+            {details.native_title.map(|native| view! { <p class="native" lang="ja">{native}</p> })}
+            <p class="facts">{facts.join(" · ")}</p>
+            {(!genres.is_empty())
+                .then(|| view! { <p class="genres">{t.genres} " " {genres.join(", ")}</p> })}
+            {(!details.themes.is_empty())
+                .then(|| view! { <p class="themes">{t.themes} " " {details.themes.join(", ")}</p> })}
+            {(!details.synonyms.is_empty())
+                .then(|| view! { <p class="synonyms">{t.also_known_as} " " {details.synonyms.join(" · ")}</p> })}
+            // The synopsis is AniList's, in English.
+            <div class="description" lang="en">
+                {details
+                    .description
+                    .lines()
+                    .map(|line| view! { <p>{line.to_string()}</p> })
+                    .collect_view()}
+            </div>
+        </article>
+        {(details.franchise.len() > 1)
+            .then(|| {
+                view! {
+                    <section class="franchise" aria-labelledby="franchise-heading">
+                        <h2 id="franchise-heading">{t.franchise}</h2>
+                        <ol>
+                            {details
+                                .franchise
+                                .into_iter()
+                                .map(|entry| {
+                                    let label = format!(
+                                        "{}{}",
+                                        entry.title,
+                                        entry.year.map(|y| format!(" ({y})")).unwrap_or_default(),
+                                    );
+                                    if entry.id == current {
+                                        view! { <li aria-current="page"><strong>{label}</strong></li> }.into_any()
+                                    } else {
+                                        view! { <li><a href=format!("/anime/{}", entry.id)>{label}</a></li> }.into_any()
+                                    }
+                                })
+                                .collect_view()}
+                        </ol>
+                    </section>
+                }
+            })}
+        <section class="similar" aria-labelledby="similar-heading">
+            <h2 id="similar-heading">{t.similar}</h2>
+            {if details.similar.is_empty() {
+                view! { <p>{t.nothing_similar}</p> }.into_any()
+            } else {
+                view! {
+                    <ol class="hits">
+                        {details
+                            .similar
+                            .into_iter()
+                            .map(|card| view! { <li class="hit"><Card card /></li> })
+                            .collect_view()}
+                    </ol>
+                }
+                    .into_any()
+            }}
+        </section>
+    }
+}

@@ -1,0 +1,329 @@
+//! `/`: a search box for a description of an anime, filters, the allowance, and the results.
+
+use leptos::prelude::*;
+use leptos_router::{components::Form, hooks::use_query_map};
+
+use super::{Card, ServerError};
+use crate::{
+    api::{load_viewer, search},
+    i18n::{Lang, use_lang},
+    search::{
+        Branch, Filters, MAX_QUERY_CHARS, QuotaInfo, Ranking, Refusal, SearchHit, SearchResults,
+    },
+};
+
+/// Example descriptions a visitor can try with one click, per language.
+fn examples(lang: Lang) -> [&'static str; 3] {
+    match lang {
+        Lang::En => [
+            "a quiet story about someone who travels alone and helps people",
+            "a boy who can see ghosts joins a club at school",
+            "pirates looking for a legendary treasure",
+        ],
+        Lang::Es => [
+            "algo tranquilo, de alguien que viaja solo y ayuda a la gente",
+            "un chico que ve fantasmas se une a un club del instituto",
+            "piratas buscando un tesoro legendario",
+        ],
+    }
+}
+
+/// AniList formats offered as a filter.
+const FORMATS: [&str; 7] = ["TV", "MOVIE", "OVA", "ONA", "SPECIAL", "TV_SHORT", "MUSIC"];
+
+/// AniList's genres.
+const GENRES: [&str; 18] = [
+    "Action",
+    "Adventure",
+    "Comedy",
+    "Drama",
+    "Ecchi",
+    "Fantasy",
+    "Horror",
+    "Mahou Shoujo",
+    "Mecha",
+    "Music",
+    "Mystery",
+    "Psychological",
+    "Romance",
+    "Sci-Fi",
+    "Slice of Life",
+    "Sports",
+    "Supernatural",
+    "Thriller",
+];
+
+/// The search as the URL states it: `/?q=…&format=TV&from=2000&to=2010&genre=Drama`, so a
+/// search can be bookmarked and shared. Unknown or malformed values are ignored.
+fn filters_from_query(query: &leptos_router::params::ParamsMap) -> Filters {
+    let year = |key: &str| {
+        query
+            .get(key)
+            .and_then(|v| v.trim().parse::<i32>().ok())
+            .filter(|y| (1900..=2100).contains(y))
+    };
+    let known = |value: Option<String>, allowed: &[&str]| -> Vec<String> {
+        value
+            .filter(|v| allowed.contains(&v.as_str()))
+            .into_iter()
+            .collect()
+    };
+    Filters {
+        formats: known(query.get("format"), &FORMATS),
+        year_from: year("from"),
+        year_to: year("to"),
+        genres: known(query.get("genre"), &GENRES),
+    }
+}
+
+/// The home page. The form is a GET to `/`, so it works without JavaScript and the URL holds
+/// the search; the route renders completely on the server before it is sent
+/// (`SsrMode::Async`). Once hydrated, the router submits the form without reloading the page,
+/// "Searching…" shows while the search runs, and the allowance line updates in place.
+#[component]
+pub fn HomePage() -> impl IntoView {
+    let lang = use_lang();
+    let t = lang.texts();
+    let query = use_query_map();
+    let submitted = move || {
+        query
+            .read()
+            .get("q")
+            .map(|q| q.trim().to_string())
+            .filter(|q| !q.is_empty())
+    };
+    let filters = move || filters_from_query(&query.read());
+    let initial = submitted().unwrap_or_default();
+    let initial_filters = filters();
+    let (text, set_text) = signal(initial.clone());
+    let results = Resource::new(
+        move || (submitted(), filters()),
+        |(q, filters)| async move {
+            match q {
+                Some(q) => Some(search(q, filters).await),
+                None => None,
+            }
+        },
+    );
+    let viewer = Resource::new(|| (), |_| load_viewer());
+
+    view! {
+        <main class="home">
+            <header class="brand">
+                <h1><a href="/">"Zenbu"</a></h1>
+                <p class="tagline">{t.tagline}</p>
+            </header>
+            <Form method="GET" action="/" attr:class="search" attr:role="search">
+                <label for="q">{t.search_label}</label>
+                <div class="search-row">
+                    <input
+                        id="q"
+                        name="q"
+                        type="search"
+                        autocomplete="off"
+                        maxlength=MAX_QUERY_CHARS
+                        placeholder=t.search_placeholder
+                        // `value` for the server-rendered HTML (works without JavaScript),
+                        // `prop:value` to follow the signal once hydrated.
+                        value=initial
+                        prop:value=text
+                        on:input=move |ev| set_text.set(event_target_value(&ev))
+                    />
+                    <button type="submit">{t.search_button}</button>
+                </div>
+                <details class="filters" open=!initial_filters.is_empty()>
+                    <summary>{t.filters}</summary>
+                    <div class="filter-row">
+                        <label>
+                            {t.format}
+                            <select name="format">
+                                <option value="">{t.any}</option>
+                                {FORMATS
+                                    .into_iter()
+                                    .map(|code| {
+                                        let selected = initial_filters.formats.iter().any(|f| f == code);
+                                        view! { <option value=code selected=selected>{lang.format(code)}</option> }
+                                    })
+                                    .collect_view()}
+                            </select>
+                        </label>
+                        <label>
+                            {t.from_year}
+                            <input name="from" type="number" min="1900" max="2100" inputmode="numeric"
+                                value=initial_filters.year_from.map(|y| y.to_string()) />
+                        </label>
+                        <label>
+                            {t.to_year}
+                            <input name="to" type="number" min="1900" max="2100" inputmode="numeric"
+                                value=initial_filters.year_to.map(|y| y.to_string()) />
+                        </label>
+                        <label>
+                            {t.genre}
+                            <select name="genre">
+                                <option value="">{t.any}</option>
+                                {GENRES
+                                    .into_iter()
+                                    .map(|genre| {
+                                        let selected = initial_filters.genres.iter().any(|g| g == genre);
+                                        view! { <option value=genre selected=selected>{lang.genre(genre)}</option> }
+                                    })
+                                    .collect_view()}
+                            </select>
+                        </label>
+                    </div>
+                </details>
+            </Form>
+            <Show when=move || submitted().is_none()>
+                <section class="examples" aria-labelledby="examples-heading">
+                    <h2 id="examples-heading">{t.try_these}</h2>
+                    <ul>
+                        {examples(lang)
+                            .into_iter()
+                            .map(|example| {
+                                view! {
+                                    <li>
+                                        <button
+                                            type="button"
+                                            class="example"
+                                            on:click=move |_| set_text.set(example.to_string())
+                                        >
+                                            {example}
+                                        </button>
+                                    </li>
+                                }
+                            })
+                            .collect_view()}
+                    </ul>
+                </section>
+                // Before any search: where the visitor stands.
+                <Suspense fallback=|| ()>
+                    {move || Suspend::new(async move {
+                        viewer.await.ok().map(|viewer| view! { <QuotaCounter quota=viewer.quota /> })
+                    })}
+                </Suspense>
+            </Show>
+            <Suspense fallback=move || view! { <p class="notice" role="status" aria-live="polite">{t.searching}</p> }>
+                {move || Suspend::new(async move {
+                    match results.await {
+                        None => ().into_any(),
+                        Some(Ok(Ok(results))) => view! { <Results results /> }.into_any(),
+                        Some(Ok(Err(refusal))) => view! { <RefusalNotice refusal /> }.into_any(),
+                        Some(Err(_)) => view! { <ServerError message=t.search_failed /> }.into_any(),
+                    }
+                })}
+            </Suspense>
+        </main>
+    }
+}
+
+/// "7 of 10 searches left this year (resets on …)": shown before a search and under results,
+/// so it changes in place as searches are made.
+#[component]
+fn QuotaCounter(quota: QuotaInfo) -> impl IntoView {
+    let lang = use_lang();
+    view! {
+        <p class="quota" role="status" aria-live="polite">
+            {lang.searches_left(quota.remaining(), quota.limit, &quota.period, &quota.resets_on)}
+        </p>
+    }
+}
+
+/// Why a search did not run; rendered on the server, the page answers 400 or 429.
+#[component]
+fn RefusalNotice(refusal: Refusal) -> impl IntoView {
+    let lang = use_lang();
+    let t = lang.texts();
+    #[cfg(feature = "ssr")]
+    crate::api::backend::set_status(match refusal {
+        Refusal::EmptyQuery | Refusal::QueryTooLong { .. } => http::StatusCode::BAD_REQUEST,
+        Refusal::QuotaExhausted(_) | Refusal::TooManyNewVisitors { .. } => {
+            http::StatusCode::TOO_MANY_REQUESTS
+        }
+    });
+    match refusal {
+        Refusal::EmptyQuery => {
+            view! { <p class="notice error" role="alert">{t.empty_query}</p> }.into_any()
+        }
+        Refusal::QueryTooLong { max } => {
+            view! { <p class="notice error" role="alert">{lang.query_too_long(max)}</p> }.into_any()
+        }
+        Refusal::QuotaExhausted(quota) => view! {
+            <section class="notice error quota-exhausted" role="alert">
+                <h2>{t.used_all}</h2>
+                <p>{lang.quota_used_up(quota.limit, &quota.period, &quota.resets_on)}</p>
+                <GetMore />
+            </section>
+        }
+        .into_any(),
+        Refusal::TooManyNewVisitors { per_day } => view! {
+            <section class="notice error quota-exhausted" role="alert">
+                <h2>{t.too_many_visitors}</h2>
+                <p>{lang.too_many_new_visitors(per_day)}</p>
+                <GetMore />
+            </section>
+        }
+        .into_any(),
+    }
+}
+
+/// Where more searches come from.
+#[component]
+fn GetMore() -> impl IntoView {
+    let t = use_lang().texts();
+    view! {
+        <p>
+            {t.get_more_1} <a href="/register">{t.get_more_link_account}</a>
+            {t.get_more_2} <a href="/premium">"Premium"</a> {t.get_more_3}
+        </p>
+    }
+}
+
+#[component]
+fn Results(results: SearchResults) -> impl IntoView {
+    let lang = use_lang();
+    let t = lang.texts();
+    let count = results.hits.len();
+    view! {
+        <section class="results" aria-labelledby="results-heading">
+            <h2 id="results-heading">
+                {if count == 0 { t.no_results.to_string() } else { lang.results_for(&results.query) }}
+            </h2>
+            {(!results.semantic)
+                .then(|| view! { <p class="notice degraded" role="status">{t.lexical_only}</p> })}
+            {(results.ranking == Ranking::Fallback)
+                .then(|| view! { <p class="notice degraded" role="status">{t.fused_order}</p> })}
+            {results.quota.map(|quota| view! { <QuotaCounter quota /> })}
+            <ol class="hits">
+                {results.hits.into_iter().map(|hit| view! { <Hit hit /> }).collect_view()}
+            </ol>
+            <p class="timing">{lang.results_timing(count, results.took_ms)}</p>
+        </section>
+    }
+}
+
+/// One result: its card, which search found it, and what matched.
+#[component]
+fn Hit(hit: SearchHit) -> impl IntoView {
+    let t = use_lang().texts();
+    let (branch, label) = match hit.branch {
+        Branch::Lexical => ("lexical", t.branch_words),
+        Branch::Vector => ("vector", t.branch_meaning),
+        Branch::Both => ("both", t.branch_both),
+    };
+    let why = match (hit.matched_title, hit.matched_words.is_empty()) {
+        (Some(title), _) => Some(format!("{} {title}", t.matched_title)),
+        (None, false) => Some(format!(
+            "{} {}",
+            t.matched_words,
+            hit.matched_words.join(", ")
+        )),
+        (None, true) => None,
+    };
+    view! {
+        <li class="hit" data-branch=branch>
+            <Card card=hit.anime />
+            <span class=format!("badge badge-{branch}") title=t.branch_hint>{label}</span>
+            {why.map(|why| view! { <p class="why">{why}</p> })}
+        </li>
+    }
+}
