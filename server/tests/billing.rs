@@ -169,8 +169,13 @@ async fn cancelling_or_not_paying_returns_to_free_and_a_new_checkout_reuses_the_
     let (customer, subscription) = shop.fake.complete_checkout(&session).await.unwrap();
     assert_eq!(plan(&pool, shop.user_id).await, "premium");
 
-    // A failed payment is recorded and shown; the plan follows the subscription's status.
-    assert_eq!(shop.fake.fail_payment(&subscription).await, Some(200));
+    // A renewal fails: recorded, the subscription goes past due (free), and the account page
+    // says so and offers the billing portal; "Go Premium" leads there too, not to a second
+    // subscription.
+    assert_eq!(
+        shop.fake.fail_payment(&subscription).await,
+        Some((200, 200))
+    );
     let failures: i64 =
         sqlx::query_scalar("SELECT count(*) FROM payment_failures WHERE customer_id = $1")
             .bind(&customer)
@@ -178,23 +183,32 @@ async fn cancelling_or_not_paying_returns_to_free_and_a_new_checkout_reuses_the_
             .await
             .unwrap();
     assert_eq!(failures, 1);
-    assert!(
-        shop.browser
-            .page("/account")
-            .await
-            .contains("failed. Update your card")
-    );
-    assert_eq!(
-        shop.fake
-            .set_subscription_status(&subscription, "past_due")
-            .await,
-        Some(200)
-    );
     assert_eq!(plan(&pool, shop.user_id).await, "free");
+    let account = shop.browser.page("/account").await;
+    assert!(account.contains("failed. Update your card"), "{account}");
+    assert!(account.contains("Manage billing"), "{account}");
+    let csrf = shop.browser.csrf().await;
+    let response = shop
+        .browser
+        .post("/premium/checkout", &[("csrf", &csrf)])
+        .await;
+    assert!(location(&response).starts_with(&format!("{}/portal/", shop.fake.base_url())));
+    assert_eq!(
+        shop.fake.requests().last().unwrap().path,
+        "/v1/billing_portal/sessions"
+    );
+    // Paid after all: Premium again, the notice gone.
     shop.fake
         .set_subscription_status(&subscription, "active")
         .await;
     assert_eq!(plan(&pool, shop.user_id).await, "premium");
+    assert!(
+        !shop
+            .browser
+            .page("/account")
+            .await
+            .contains("failed. Update your card")
+    );
     shop.fake
         .set_subscription_status(&subscription, "unpaid")
         .await;
@@ -216,6 +230,14 @@ async fn cancelling_or_not_paying_returns_to_free_and_a_new_checkout_reuses_the_
     let request = shop.fake.requests().pop().unwrap();
     assert_eq!(request.field("customer"), Some(customer.as_str()));
     assert_eq!(request.field("customer_email"), None);
+}
+
+/// Hands a payload signed at `t` straight to the webhook handler (clock at `t`).
+async fn deliver(pool: &PgPool, t: i64, payload: String) -> webhook::Handled {
+    webhook::handle(pool, SECRET, &payload, &sign(&payload, SECRET, t), Some(t))
+        .await
+        .unwrap()
+        .unwrap()
 }
 
 /// Delivers `payload` to the app's webhook with `signature`; (status, body).
@@ -301,19 +323,6 @@ async fn forged_stale_and_replayed_events_change_nothing(pool: PgPool) {
 async fn events_delivered_out_of_order_leave_the_plan_of_the_newest(pool: PgPool) {
     let shop = shop(&pool).await;
     let t = events::now() - 100;
-    let pool_ref = &pool;
-    let deliver = |payload: String| async move {
-        webhook::handle(
-            pool_ref,
-            SECRET,
-            &payload,
-            &sign(&payload, SECRET, t + 100),
-            Some(t + 100),
-        )
-        .await
-        .unwrap()
-        .unwrap()
-    };
     // Stripe's order: completed (t), cancelled (t+50). Delivered: cancelled first.
     let cancelled = events::event(
         "evt_b",
@@ -321,8 +330,8 @@ async fn events_delivered_out_of_order_leave_the_plan_of_the_newest(pool: PgPool
         t + 50,
         events::subscription("sub_manual", "cus_manual", "canceled"),
     );
-    deliver(cancelled.to_string()).await;
-    deliver(completed_event("evt_a", t, shop.user_id)).await;
+    deliver(&pool, t + 100, cancelled.to_string()).await;
+    deliver(&pool, t + 100, completed_event("evt_a", t, shop.user_id)).await;
     assert_eq!(plan(&pool, shop.user_id).await, "free");
     // An older "active" update arriving last does not revive it either.
     let active = events::event(
@@ -331,7 +340,7 @@ async fn events_delivered_out_of_order_leave_the_plan_of_the_newest(pool: PgPool
         t + 10,
         events::subscription("sub_manual", "cus_manual", "active"),
     );
-    deliver(active.to_string()).await;
+    deliver(&pool, t + 100, active.to_string()).await;
     assert_eq!(plan(&pool, shop.user_id).await, "free");
     let status: String =
         sqlx::query_scalar("SELECT status FROM stripe_subscriptions WHERE id = 'sub_manual'")
@@ -339,6 +348,60 @@ async fn events_delivered_out_of_order_leave_the_plan_of_the_newest(pool: PgPool
             .await
             .unwrap();
     assert_eq!(status, "canceled");
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn premium_holds_while_any_subscription_is_live_whatever_the_order(pool: PgPool) {
+    let shop = shop(&pool).await;
+    // Two tabs, two Checkouts, both paid before either webhook arrived: two customers, two
+    // subscriptions.
+    let first = go_premium(&shop).await;
+    let second = go_premium(&shop).await;
+    let (_, a) = shop.fake.complete_checkout(&first).await.unwrap();
+    let (_, b) = shop.fake.complete_checkout(&second).await.unwrap();
+    assert_eq!(plan(&pool, shop.user_id).await, "premium");
+    // Cancelling one leaves the other: still Premium; cancelling both: free.
+    shop.fake.set_subscription_status(&a, "canceled").await;
+    assert_eq!(plan(&pool, shop.user_id).await, "premium");
+    shop.fake.set_subscription_status(&b, "canceled").await;
+    assert_eq!(plan(&pool, shop.user_id).await, "free");
+
+    // A late first delivery of an old Checkout (its subscription since cancelled) while a new
+    // subscription is live: the plan stays right.
+    let t = events::now();
+    let live = events::event(
+        "evt_live",
+        "customer.subscription.updated",
+        t - 10,
+        events::subscription("sub_new", "cus_manual", "active"),
+    );
+    deliver(
+        &pool,
+        t,
+        completed_event("evt_new", t - 20, shop.user_id).replace("sub_manual", "sub_new"),
+    )
+    .await;
+    deliver(&pool, t, live.to_string()).await;
+    assert_eq!(plan(&pool, shop.user_id).await, "premium");
+    let old_cancelled = events::event(
+        "evt_old_cancel",
+        "customer.subscription.deleted",
+        t - 100,
+        events::subscription("sub_manual", "cus_manual", "canceled"),
+    );
+    deliver(&pool, t, old_cancelled.to_string()).await;
+    deliver(&pool, t, completed_event("evt_old", t - 200, shop.user_id)).await;
+    assert_eq!(plan(&pool, shop.user_id).await, "premium");
+
+    // A Checkout whose payment is still pending (a delayed method) gives nothing yet.
+    let other = common::insert_user(&pool, "slow@example.com", PASSWORD).await;
+    let pending = completed_event("evt_pending", t, other)
+        .replace("sub_manual", "sub_slow")
+        .replace("cus_manual", "cus_slow")
+        .replace(r#""payment_status":"paid""#, r#""payment_status":"unpaid""#);
+    assert!(pending.contains(r#""payment_status":"unpaid""#));
+    deliver(&pool, t, pending).await;
+    assert_eq!(plan(&pool, other).await, "free");
 }
 
 #[sqlx::test(migrations = "../migrations")]

@@ -343,3 +343,16 @@ async fn pages_speak_the_browsers_language_and_the_switch_sticks(pool: PgPool) {
     let unknown = client.get(app.url("/lang?to=fr")).send().await.unwrap();
     assert_eq!(unknown.status(), 400);
 }
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_failure_on_our_side_gets_a_friendly_500_page(pool: PgPool) {
+    let app = common::spawn_app(pool.clone()).await;
+    pool.close().await;
+    for path in ["/?q=mushishi", "/anime/457"] {
+        let response = reqwest::get(app.url(path)).await.unwrap();
+        assert_eq!(response.status(), 500, "{path}");
+        let html = response.text().await.unwrap();
+        assert!(html.contains("Something went wrong"), "{path}: {html}");
+        assert!(html.contains(r#"href="/""#), "a way back");
+    }
+}

@@ -66,10 +66,6 @@ pub fn RegisterPage() -> impl IntoView {
                     <input type="hidden" name="csrf" value=viewer.csrf />
                     <label for="email">{t.email}</label>
                     <input id="email" name="email" type="email" autocomplete="email" required />
-                    <label for="password">{t.password}</label>
-                    <input id="password" name="password" type="password" autocomplete="new-password"
-                        minlength="8" maxlength="128" required aria-describedby="password-rules" />
-                    <p id="password-rules" class="hint">{t.password_rules}</p>
                     <button type="submit">{t.sign_up_button}</button>
                 </form>
             })}
@@ -92,8 +88,9 @@ pub fn RegisterSentPage() -> impl IntoView {
     }
 }
 
-/// `/register/confirm?token=…`: the emailed link lands here; a button (a POST) creates the
-/// account, so a mail scanner that only follows links creates nothing.
+/// `/register/confirm?token=…`: the emailed link lands here. The password is chosen here, and
+/// the form (a POST) creates the account, so a mail scanner that only follows links creates
+/// nothing.
 #[component]
 pub fn ConfirmPage() -> impl IntoView {
     let t = use_lang().texts();
@@ -112,6 +109,11 @@ pub fn ConfirmPage() -> impl IntoView {
                         <form method="post" action="/register/confirm">
                             <input type="hidden" name="csrf" value=viewer.csrf />
                             <input type="hidden" name="token" value=token />
+                            <label for="password">{t.choose_password}</label>
+                            <input id="password" name="password" type="password"
+                                autocomplete="new-password" minlength="8" maxlength="128" required
+                                aria-describedby="password-rules" />
+                            <p id="password-rules" class="hint">{t.password_rules}</p>
                             <button type="submit">{t.confirm_button}</button>
                         </form>
                     }
@@ -171,11 +173,13 @@ pub fn AccountPage() -> impl IntoView {
                 match viewer.user.clone() {
                     Some(user) => {
                         let plan = if user.premium { t.plan_premium } else { t.plan_free };
-                        let billing = if user.premium && user.has_billing_account {
-                            view! { <ManageBilling csrf=viewer.csrf.clone() /> }.into_any()
-                        } else {
-                            go_premium(&viewer)
-                        };
+                        // The portal whenever there is a Stripe customer (a failed payment is
+                        // fixed there); "Go Premium" while not Premium.
+                        let manage = user.has_billing_account.then(|| {
+                            view! { <ManageBilling csrf=viewer.csrf.clone() /> }
+                        });
+                        let upgrade = (!user.premium).then(|| go_premium(&viewer));
+                        let billing = view! { {upgrade} {manage} };
                         view! {
                             {user.payment_failed_on.map(|day| view! {
                                 <p class="notice error" role="alert">{lang.payment_failed(&day)}</p>

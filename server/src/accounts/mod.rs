@@ -91,13 +91,14 @@ fn token_hash(token: &str) -> String {
     crate::catalog::document::hex(&Sha256::digest(token.as_bytes()))
 }
 
-/// Handles a sign-up form: on success a mail is queued for the address (a link for a new one,
-/// a notice for a registered one) and the caller shows the same "check your mail" page either
-/// way. `public_url` is where links in mail point.
+/// Handles a sign-up form (an address only): a mail is queued for it (a link for a new one, a
+/// notice for a registered one) and the caller shows the same "check your mail" page either
+/// way. The password is chosen on the page the link opens, so whoever asked for the sign-up
+/// cannot know the password of an account created for someone else's address. `public_url` is
+/// where links in mail point.
 pub async fn request_sign_up(
     pool: &PgPool,
     raw_email: &str,
-    password: &str,
     network: &str,
     public_url: &str,
 ) -> Result<Result<(), FormError>, AccountError> {
@@ -105,21 +106,19 @@ pub async fn request_sign_up(
         Ok(email) => email,
         Err(error) => return Ok(Err(error.into())),
     };
-    if let Err(error) = password::check(password) {
-        return Ok(Err(error.into()));
+    let limits = Attempt::SignUp.limits();
+    if throttle::admit(pool, Attempt::SignUp, &limits, &email, network)
+        .await?
+        .is_none()
+    {
+        return Ok(Err(FormError::Throttled(limits.window_minutes)));
     }
-    if !throttle::allowed(pool, Attempt::SignUp, &email, network).await? {
-        return Ok(Err(FormError::Throttled(Attempt::SignUp.window_minutes())));
-    }
-    throttle::record(pool, Attempt::SignUp, &email, network).await?;
-    // Hashed in both cases, so the answer takes as long for a registered address.
-    let password_hash = password::hash(password).await?;
+    let mut tx = pool.begin().await?;
     let registered: bool =
         sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM users WHERE email = $1)")
             .bind(&email)
-            .fetch_one(pool)
+            .fetch_one(&mut *tx)
             .await?;
-    let mut tx = pool.begin().await?;
     if registered {
         mail::send(
             &mut *tx,
@@ -135,12 +134,11 @@ pub async fn request_sign_up(
     } else {
         let token = new_token();
         sqlx::query(
-            "INSERT INTO pending_signups (token_hash, email, password_hash, expires_at)
-             VALUES ($1, $2, $3, now() + make_interval(hours => $4))",
+            "INSERT INTO pending_signups (token_hash, email, expires_at)
+             VALUES ($1, $2, now() + make_interval(hours => $3))",
         )
         .bind(token_hash(&token))
         .bind(&email)
-        .bind(&password_hash)
         .bind(SIGN_UP_LINK_HOURS)
         .execute(&mut *tx)
         .await?;
@@ -149,8 +147,9 @@ pub async fn request_sign_up(
             &email,
             "Zenbu: finish creating your account",
             &format!(
-                "Open this link to finish creating your Zenbu account (it works for \
-                 {SIGN_UP_LINK_HOURS} hours):\n{public_url}/register/confirm?token={token}\n\n\
+                "Open this link to choose your password and finish creating your Zenbu account \
+                 (it works for {SIGN_UP_LINK_HOURS} hours):\n\
+                 {public_url}/register/confirm?token={token}\n\n\
                  If you did not ask for an account, you can ignore this message."
             ),
         )
@@ -165,23 +164,34 @@ pub async fn request_sign_up(
 pub enum Confirmation {
     /// The account exists now.
     Created(User),
+    /// The password breaks the length rules; the link still works.
+    BadPassword(password::PasswordError),
     /// The address got an account in the meantime (another link was used first).
     AlreadyRegistered,
     /// Unknown, used or expired link.
     Invalid,
 }
 
-/// Turns a pending sign-up into a user. A link works once.
-pub async fn confirm_sign_up(pool: &PgPool, token: &str) -> Result<Confirmation, AccountError> {
+/// Turns a pending sign-up into a user with the password chosen on the link's page. A link
+/// works once.
+pub async fn confirm_sign_up(
+    pool: &PgPool,
+    token: &str,
+    password: &str,
+) -> Result<Confirmation, AccountError> {
+    if let Err(error) = password::check(password) {
+        return Ok(Confirmation::BadPassword(error));
+    }
+    let password_hash = password::hash(password).await?;
     let mut tx = pool.begin().await?;
-    let pending: Option<(String, String)> = sqlx::query_as(
+    let email: Option<String> = sqlx::query_scalar(
         "DELETE FROM pending_signups WHERE token_hash = $1 AND expires_at > now()
-         RETURNING email, password_hash",
+         RETURNING email",
     )
     .bind(token_hash(token.trim()))
     .fetch_optional(&mut *tx)
     .await?;
-    let Some((email, password_hash)) = pending else {
+    let Some(email) = email else {
         return Ok(Confirmation::Invalid);
     };
     let user: Option<User> = sqlx::query_as(
@@ -196,8 +206,9 @@ pub async fn confirm_sign_up(pool: &PgPool, token: &str) -> Result<Confirmation,
     Ok(user.map_or(Confirmation::AlreadyRegistered, Confirmation::Created))
 }
 
-/// Checks a log-in form. Failures are throttled per email and per network, and an unknown
-/// address is indistinguishable from a wrong password (same error, one verification either way).
+/// Checks a log-in form. Attempts are throttled per address and network, per address and per
+/// network (see [`throttle`]), and an unknown address is indistinguishable from a wrong
+/// password (same error, one verification either way).
 pub async fn log_in(
     pool: &PgPool,
     raw_email: &str,
@@ -206,9 +217,11 @@ pub async fn log_in(
 ) -> Result<Result<User, FormError>, AccountError> {
     // A malformed address cannot have an account; it is answered like any wrong pair.
     let email = email::normalise(raw_email).unwrap_or_else(|_| raw_email.trim().to_lowercase());
-    if !throttle::allowed(pool, Attempt::LogIn, &email, network).await? {
-        return Ok(Err(FormError::Throttled(Attempt::LogIn.window_minutes())));
-    }
+    let limits = Attempt::LogIn.limits();
+    let Some(attempt) = throttle::admit(pool, Attempt::LogIn, &limits, &email, network).await?
+    else {
+        return Ok(Err(FormError::Throttled(limits.window_minutes)));
+    };
     let stored: Option<(i64, String)> =
         sqlx::query_as("SELECT id, password_hash FROM users WHERE email = $1")
             .bind(&email)
@@ -222,15 +235,13 @@ pub async fn log_in(
     .await;
     match stored {
         Some((id, _)) if matches && bounded => {
-            throttle::clear(pool, Attempt::LogIn, &email).await?;
+            throttle::forgive(pool, attempt, &email, network).await?;
             Ok(Ok(user_by_id(pool, id).await?.ok_or_else(|| {
                 AccountError::Internal(anyhow::anyhow!("user {id} vanished while logging in"))
             })?))
         }
-        _ => {
-            throttle::record(pool, Attempt::LogIn, &email, network).await?;
-            Ok(Err(FormError::WrongCredentials))
-        }
+        // The attempt stays recorded: it was a failure.
+        _ => Ok(Err(FormError::WrongCredentials)),
     }
 }
 

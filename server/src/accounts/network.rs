@@ -31,7 +31,8 @@ impl ClientNetwork {
     }
 
     /// From the peer address, or, behind a trusted proxy, from the last `X-Forwarded-For` entry
-    /// (the one that proxy appended; earlier entries are the client's to forge).
+    /// (the one that proxy appended; earlier entries are the client's to forge). Only that entry
+    /// is ever read: if it cannot be parsed, the peer address is used, never an earlier one.
     pub fn from_request(
         headers: &axum::http::HeaderMap,
         extensions: &axum::http::Extensions,
@@ -41,10 +42,10 @@ impl ClientNetwork {
             && let Some(ip) = headers
                 .get_all("x-forwarded-for")
                 .iter()
-                .filter_map(|value| value.to_str().ok())
-                .flat_map(|value| value.split(','))
-                .filter_map(|entry| entry.trim().parse::<IpAddr>().ok())
                 .next_back()
+                .and_then(|value| value.to_str().ok())
+                .and_then(|value| value.rsplit(',').next())
+                .and_then(parse_forwarded)
         {
             return Self::of(ip);
         }
@@ -62,6 +63,16 @@ impl ClientNetwork {
             .cloned()
             .unwrap_or_else(Self::unknown)
     }
+}
+
+/// An address as proxies write it: `203.0.113.7`, `203.0.113.7:51234`, `2001:db8::1` or
+/// `[2001:db8::1]:443`.
+fn parse_forwarded(entry: &str) -> Option<IpAddr> {
+    let entry = entry.trim();
+    entry
+        .parse::<IpAddr>()
+        .ok()
+        .or_else(|| entry.parse::<SocketAddr>().ok().map(|addr| addr.ip()))
 }
 
 #[cfg(test)]
@@ -105,5 +116,22 @@ mod tests {
             ClientNetwork::from_request(&HeaderMap::new(), &Extensions::new(), false),
             ClientNetwork::unknown()
         );
+        // A proxy that appends ip:port: still its entry, not the client's.
+        for (appended, expected) in [
+            ("198.51.100.4:51234", "198.51.100.4"),
+            ("[2001:db8:5:6::1]:443", "2001:db8:5:6::/64"),
+            ("unknown", "10.0.0.1"),
+        ] {
+            let mut headers = HeaderMap::new();
+            headers.insert(
+                "x-forwarded-for",
+                HeaderValue::from_str(&format!("6.6.6.6, {appended}")).unwrap(),
+            );
+            assert_eq!(
+                ClientNetwork::from_request(&headers, &extensions, true).0,
+                expected,
+                "{appended}"
+            );
+        }
     }
 }

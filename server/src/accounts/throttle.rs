@@ -1,24 +1,32 @@
-//! Throttling of log-in failures and sign-up requests, per email and per client network. The
+//! Throttling of log-in attempts and sign-up requests, per address and per client network. The
 //! counts live in PostgreSQL (`auth_attempts`), not in memory, so every app server behind a load
-//! balancer sees the same counts and a restart forgets nothing. Emails are counted whether or
+//! balancer sees the same counts and a restart forgets nothing. Addresses are counted whether or
 //! not an account exists, so being throttled says nothing about an address.
+//!
+//! An attempt is recorded *before* the password is checked, in a transaction that holds advisory
+//! locks on the address and the network and counts the attempt itself: a burst of concurrent
+//! guesses cannot all read "no failures yet" and slip through. A successful log-in takes its own
+//! attempt back.
 
 use sqlx::PgPool;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Attempt {
-    /// A failed log-in.
     LogIn,
     /// A sign-up request (each one sends a mail).
     SignUp,
 }
 
 /// How many attempts of a kind are allowed in a window.
-#[derive(Debug, Clone, Copy)]
-struct Limits {
-    per_email: i64,
-    per_network: i64,
-    window_minutes: i64,
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// From one network at one address: the guessing limit.
+    pub per_address_and_network: i64,
+    /// At one address from anywhere: high enough that one attacker cannot lock an owner out
+    /// from their own network, low enough to stop a distributed guess.
+    pub per_address: i64,
+    pub per_network: i64,
+    pub window_minutes: i64,
 }
 
 impl Attempt {
@@ -29,40 +37,50 @@ impl Attempt {
         }
     }
 
-    fn limits(self) -> Limits {
+    /// The default limits.
+    pub fn limits(self) -> Limits {
         match self {
-            // Five guesses at one account per quarter hour; a shared network (an office, a
-            // campus) gets more before all its users are locked out.
             Attempt::LogIn => Limits {
-                per_email: 5,
+                per_address_and_network: 5,
+                per_address: 50,
                 per_network: 30,
                 window_minutes: 15,
             },
             // Each sign-up sends a mail: bound the mail one address can be sent.
             Attempt::SignUp => Limits {
-                per_email: 3,
+                per_address_and_network: 3,
+                per_address: 3,
                 per_network: 10,
                 window_minutes: 60,
             },
         }
     }
-
-    /// The window, in minutes, a throttled person is told to wait at most.
-    pub fn window_minutes(self) -> i64 {
-        self.limits().window_minutes
-    }
 }
 
-/// Whether another attempt is allowed now.
-pub async fn allowed(
+/// Records one attempt if it is within `limits`; `None` (nothing recorded) when it is not.
+/// The id lets a successful log-in take its attempt back ([`forgive`]).
+pub async fn admit(
     pool: &PgPool,
     attempt: Attempt,
+    limits: &Limits,
     email: &str,
     network: &str,
-) -> Result<bool, sqlx::Error> {
-    let limits = attempt.limits();
-    let (by_email, by_network): (i64, i64) = sqlx::query_as(
-        "SELECT count(*) FILTER (WHERE email = $2), count(*) FILTER (WHERE network = $3)
+) -> Result<Option<i64>, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    // Address first, then network, in every transaction: no two can wait on each other.
+    for key in [
+        format!("throttle:{email}"),
+        format!("throttle-net:{network}"),
+    ] {
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+            .bind(key)
+            .execute(&mut *tx)
+            .await?;
+    }
+    let (both, by_email, by_network): (i64, i64, i64) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE email = $2 AND network = $3),
+                count(*) FILTER (WHERE email = $2),
+                count(*) FILTER (WHERE network = $3)
            FROM auth_attempts
           WHERE kind = $1 AND (email = $2 OR network = $3)
             AND attempted_at > now() - make_interval(mins => $4::int)",
@@ -71,34 +89,43 @@ pub async fn allowed(
     .bind(email)
     .bind(network)
     .bind(limits.window_minutes as i32)
-    .fetch_one(pool)
+    .fetch_one(&mut *tx)
     .await?;
-    Ok(by_email < limits.per_email && by_network < limits.per_network)
+    if both >= limits.per_address_and_network
+        || by_email >= limits.per_address
+        || by_network >= limits.per_network
+    {
+        return Ok(None);
+    }
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO auth_attempts (kind, email, network) VALUES ($1, $2, $3) RETURNING id",
+    )
+    .bind(attempt.kind())
+    .bind(email)
+    .bind(network)
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(Some(id))
 }
 
-/// Records one attempt.
-pub async fn record(
+/// After a successful log-in: its own attempt, and the address's failures from this network,
+/// no longer count.
+pub async fn forgive(
     pool: &PgPool,
-    attempt: Attempt,
+    attempt_id: i64,
     email: &str,
     network: &str,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query("INSERT INTO auth_attempts (kind, email, network) VALUES ($1, $2, $3)")
-        .bind(attempt.kind())
-        .bind(email)
-        .bind(network)
-        .execute(pool)
-        .await?;
-    Ok(())
-}
-
-/// Forgets an email's failed log-ins (after a successful one).
-pub async fn clear(pool: &PgPool, attempt: Attempt, email: &str) -> Result<(), sqlx::Error> {
-    sqlx::query("DELETE FROM auth_attempts WHERE kind = $1 AND email = $2")
-        .bind(attempt.kind())
-        .bind(email)
-        .execute(pool)
-        .await?;
+    sqlx::query(
+        "DELETE FROM auth_attempts
+          WHERE id = $1 OR (kind = 'login' AND email = $2 AND network = $3)",
+    )
+    .bind(attempt_id)
+    .bind(email)
+    .bind(network)
+    .execute(pool)
+    .await?;
     Ok(())
 }
 

@@ -145,32 +145,43 @@ impl Billing {
 /// What the account page shows about billing.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BillingStatus {
+    /// Has a Stripe customer: the billing portal can be opened.
     pub has_customer: bool,
-    /// `YYYY-MM-DD` of the newest failed payment, if it came after the subscription's last
-    /// state change.
+    /// Has a subscription that is not over (active, trialing, past due, unpaid...): a new
+    /// Checkout would make a second one, so the portal is offered instead.
+    pub has_live_subscription: bool,
+    /// `YYYY-MM-DD` of the newest failed payment, while a subscription is past due or unpaid.
     pub payment_failed_on: Option<String>,
 }
 
+/// Subscription statuses after which nothing is charged any more.
+const ENDED_STATUSES: [&str; 2] = ["canceled", "incomplete_expired"];
+
 pub async fn status(pool: &PgPool, user_id: i64) -> Result<BillingStatus, sqlx::Error> {
-    let row: Option<(Option<String>, Option<String>)> = sqlx::query_as(
-        // A failure stops showing once a later event says the subscription is active again.
-        "SELECT u.stripe_customer_id,
-                (SELECT to_char(f.failed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')
-                   FROM payment_failures f
-                  WHERE f.customer_id = u.stripe_customer_id
-                    AND NOT EXISTS (
-                        SELECT 1 FROM stripe_subscriptions s
-                         WHERE s.id = u.stripe_subscription_id AND s.status = 'active'
-                           AND to_timestamp(s.event_created) > f.failed_at)
-                  ORDER BY f.failed_at DESC LIMIT 1)
+    let row: Option<(bool, bool, Option<String>)> = sqlx::query_as(
+        "WITH mine AS (
+             SELECT s.* FROM stripe_subscriptions s, users u
+              WHERE u.id = $1 AND (s.user_id = u.id OR s.customer_id = u.stripe_customer_id)
+         )
+         SELECT u.stripe_customer_id IS NOT NULL,
+                EXISTS (SELECT 1 FROM mine WHERE status <> ALL($2)),
+                CASE WHEN EXISTS (SELECT 1 FROM mine WHERE status IN ('past_due', 'unpaid')) THEN
+                    (SELECT to_char(max(f.failed_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD')
+                       FROM payment_failures f
+                      WHERE f.customer_id = u.stripe_customer_id
+                         OR f.subscription_id IN (SELECT id FROM mine))
+                END
            FROM users u WHERE u.id = $1",
     )
     .bind(user_id)
+    .bind(&ENDED_STATUSES[..])
     .fetch_optional(pool)
     .await?;
-    let (customer, failed) = row.unwrap_or_default();
+    let (has_customer, has_live_subscription, payment_failed_on) =
+        row.unwrap_or((false, false, None));
     Ok(BillingStatus {
-        has_customer: customer.is_some(),
-        payment_failed_on: failed,
+        has_customer,
+        has_live_subscription,
+        payment_failed_on,
     })
 }

@@ -77,14 +77,18 @@ pub async fn handle(
                 .subscription
                 .as_ref()
                 .map(|s| s.id().as_str().to_string());
+            // Paid now, or nothing to pay (a trial): the subscription is live. A delayed payment
+            // method leaves it to the subscription events.
+            let paid = matches!(
+                session.payment_status.as_str(),
+                "paid" | "no_payment_required"
+            );
             match (user, customer, subscription) {
                 (Some(user), Some(customer), Some(subscription)) => {
-                    link_customer(&mut tx, user, &customer, &subscription).await?;
-                    // A completed Checkout means the first payment went through: the
-                    // subscription is active as of this event, unless a newer event said else.
-                    record_subscription(&mut tx, &subscription, &customer, "active", None, created)
+                    link_customer(&mut tx, user, &customer).await?;
+                    claim_subscription(&mut tx, &subscription, &customer, user, paid, created)
                         .await?;
-                    refresh_plans(&mut tx, &subscription).await?;
+                    refresh_plans(&mut tx, &customer).await?;
                     true
                 }
                 _ => false,
@@ -107,7 +111,7 @@ pub async fn handle(
                 created,
             )
             .await?;
-            refresh_plans(&mut tx, subscription.id.as_str()).await?;
+            refresh_plans(&mut tx, subscription.customer.id().as_str()).await?;
             true
         }
         EventObject::InvoicePaymentFailed(invoice) => {
@@ -146,19 +150,45 @@ pub async fn handle(
     }))
 }
 
-/// Links a user to their Stripe customer and (newest) subscription.
+/// Links a user to their Stripe customer, unless they have one (Checkout reuses it, so a user
+/// has one customer; the billing portal opens that one).
 async fn link_customer(
     tx: &mut Transaction<'_, Postgres>,
     user: i64,
     customer: &str,
-    subscription: &str,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "UPDATE users SET stripe_customer_id = $2, stripe_subscription_id = $3 WHERE id = $1",
+        "UPDATE users SET stripe_customer_id = coalesce(stripe_customer_id, $2) WHERE id = $1",
     )
     .bind(user)
     .bind(customer)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Records that `user`'s Checkout created `subscription`. Its state is set (active, as of this
+/// event) only if no subscription event has reported one yet: a completed Checkout never
+/// overrides what Stripe said about the subscription itself.
+async fn claim_subscription(
+    tx: &mut Transaction<'_, Postgres>,
+    subscription: &str,
+    customer: &str,
+    user: i64,
+    paid: bool,
+    event_created: i64,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO stripe_subscriptions (id, customer_id, status, event_created, user_id)
+         SELECT $1, $2, $3, $4, id FROM users WHERE id = $5
+         ON CONFLICT (id) DO UPDATE SET
+             user_id = coalesce(stripe_subscriptions.user_id, excluded.user_id)",
+    )
     .bind(subscription)
+    .bind(customer)
+    .bind(if paid { "active" } else { "incomplete" })
+    .bind(event_created)
+    .bind(user)
     .execute(&mut **tx)
     .await?;
     Ok(())
@@ -193,19 +223,22 @@ async fn record_subscription(
     Ok(())
 }
 
-/// Sets the plan of the users whose current subscription is `subscription` from its state.
+/// Sets the plan of the users behind `customer`: Premium while any of their subscriptions
+/// (claimed by their Checkout, or of their customer) is active or trialing.
 async fn refresh_plans(
     tx: &mut Transaction<'_, Postgres>,
-    subscription: &str,
+    customer: &str,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
         "UPDATE users u SET plan = CASE WHEN EXISTS (
                  SELECT 1 FROM stripe_subscriptions s
-                  WHERE s.id = u.stripe_subscription_id AND s.status = ANY($2))
+                  WHERE (s.user_id = u.id OR s.customer_id = u.stripe_customer_id)
+                    AND s.status = ANY($2))
              THEN 'premium' ELSE 'free' END
-          WHERE u.stripe_subscription_id = $1",
+          WHERE u.stripe_customer_id = $1
+             OR u.id IN (SELECT user_id FROM stripe_subscriptions WHERE customer_id = $1)",
     )
-    .bind(subscription)
+    .bind(customer)
     .bind(&PREMIUM_STATUSES[..])
     .execute(&mut **tx)
     .await?;

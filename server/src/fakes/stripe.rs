@@ -172,15 +172,18 @@ impl FakeStripe {
         set_status(&self.shared, subscription, status).await
     }
 
-    /// Delivers `invoice.payment_failed` for a subscription's latest invoice.
-    pub async fn fail_payment(&self, subscription: &str) -> Option<u16> {
+    /// A renewal payment fails, as on Stripe: `invoice.payment_failed`, then the subscription
+    /// goes `past_due` (`customer.subscription.updated`). The app's answers, in that order.
+    pub async fn fail_payment(&self, subscription: &str) -> Option<(u16, u16)> {
         let customer = {
             let inner = self.shared.inner.lock().unwrap();
             inner.subscriptions.get(subscription)?.0.clone()
         };
         let invoice = self.shared.next_id("in");
         let object = events::invoice(&invoice, &customer, subscription);
-        deliver(&self.shared, "invoice.payment_failed", object).await
+        let failed = deliver(&self.shared, "invoice.payment_failed", object).await?;
+        let past_due = set_status(&self.shared, subscription, "past_due").await?;
+        Some((failed, past_due))
     }
 }
 

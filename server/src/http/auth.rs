@@ -50,7 +50,6 @@ fn token_ok(state: &AppState, visitor: &Visitor, submitted: &str) -> bool {
 #[derive(Deserialize)]
 pub struct SignUpForm {
     email: String,
-    password: String,
     #[serde(default)]
     csrf: String,
 }
@@ -64,14 +63,8 @@ pub async fn sign_up(
     if !token_ok(&state, &visitor, &form.csrf) {
         return Ok(back_to("/register", "form"));
     }
-    match accounts::request_sign_up(
-        &state.pool,
-        &form.email,
-        &form.password,
-        &network.0,
-        &state.site.public_url,
-    )
-    .await?
+    match accounts::request_sign_up(&state.pool, &form.email, &network.0, &state.site.public_url)
+        .await?
     {
         Ok(()) => Ok(Redirect::to("/register/sent")),
         Err(error) => Ok(back_to("/register", code(error))),
@@ -81,6 +74,7 @@ pub async fn sign_up(
 #[derive(Deserialize)]
 pub struct ConfirmForm {
     token: String,
+    password: String,
     #[serde(default)]
     csrf: String,
 }
@@ -103,12 +97,13 @@ pub async fn confirm(
     if !token_ok(&state, &visitor, &form.csrf) {
         return Ok(again("form"));
     }
-    match accounts::confirm_sign_up(&state.pool, &form.token).await? {
+    match accounts::confirm_sign_up(&state.pool, &form.token, &form.password).await? {
         Confirmation::Created(user) => {
             accounts::start_session(&session, &user).await?;
             tracing::info!(user = user.id, "account created");
             Ok(Redirect::to("/account"))
         }
+        Confirmation::BadPassword(error) => Ok(again(code(FormError::Password(error)))),
         Confirmation::AlreadyRegistered => Ok(back_to("/login", "registered")),
         Confirmation::Invalid => Ok(back_to("/register", "link")),
     }

@@ -59,6 +59,21 @@ pub async fn checkout(
     if user.plan() == Plan::Premium {
         return Ok(Redirect::to("/account"));
     }
+    // A subscription that is not over (say, past due): fix it in the portal rather than start
+    // a second one.
+    if crate::billing::status(&state.pool, user.id)
+        .await?
+        .has_live_subscription
+    {
+        return match billing.portal_url(&state.pool, &user).await {
+            Ok(Some(url)) => Ok(Redirect::to(&url)),
+            Ok(None) => Ok(Redirect::to("/account")),
+            Err(error) => {
+                tracing::error!(%error, user = user.id, "creating a portal session failed");
+                Ok(Redirect::to("/premium?error=stripe"))
+            }
+        };
+    }
     match billing.checkout_url(&state.pool, &user).await {
         Ok(url) => Ok(Redirect::to(&url)),
         Err(error) => {

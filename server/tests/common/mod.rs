@@ -157,6 +157,8 @@ pub struct Browser {
     client: reqwest::Client,
     base: String,
     cookies: std::sync::Mutex<std::collections::BTreeMap<String, String>>,
+    /// Sent as `X-Forwarded-For` (an app with `behind_proxy` then sees this network).
+    forwarded_for: Option<String>,
 }
 
 impl Browser {
@@ -168,6 +170,26 @@ impl Browser {
                 .unwrap(),
             base: app.url(""),
             cookies: Default::default(),
+            forwarded_for: None,
+        }
+    }
+
+    /// A browser on another network, as a trusted proxy reports it.
+    pub fn from_network(app: &TestApp, ip: &str) -> Self {
+        Self {
+            forwarded_for: Some(ip.to_string()),
+            ..Self::new(app)
+        }
+    }
+
+    fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        let request = self
+            .client
+            .request(method, format!("{}{path}", self.base))
+            .header("cookie", self.cookie_header());
+        match &self.forwarded_for {
+            Some(ip) => request.header("x-forwarded-for", ip),
+            None => request,
         }
     }
 
@@ -208,9 +230,7 @@ impl Browser {
 
     pub async fn get(&self, path: &str) -> reqwest::Response {
         let response = self
-            .client
-            .get(format!("{}{path}", self.base))
-            .header("cookie", self.cookie_header())
+            .request(reqwest::Method::GET, path)
             .send()
             .await
             .unwrap();
@@ -226,9 +246,7 @@ impl Browser {
 
     pub async fn post(&self, path: &str, form: &[(&str, &str)]) -> reqwest::Response {
         let response = self
-            .client
-            .post(format!("{}{path}", self.base))
-            .header("cookie", self.cookie_header())
+            .request(reqwest::Method::POST, path)
             .header("origin", self.base.trim_end_matches('/'))
             .form(form)
             .send()
