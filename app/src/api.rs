@@ -29,6 +29,9 @@ pub mod backend {
     pub enum BackendError {
         /// The search did not run, for a reason the page explains.
         Refused(Refusal),
+        /// The database (or another dependency) cannot be reached right now: the page answers
+        /// 503 and asks to try again shortly.
+        Unavailable,
         /// Anything else: the page shows a generic error and the cause is logged.
         Failed(String),
     }
@@ -75,20 +78,14 @@ pub async fn search(query: String, filters: Filters) -> Result<SearchReply, Serv
         // The page sets HTTP 400 or 429 when it renders this on the server; a server-function
         // call from the browser gets 200 and the reason, which the page shows.
         Err(BackendError::Refused(refusal)) => Ok(Err(refusal)),
-        Err(BackendError::Failed(message)) => Err(ServerFnError::new(message)),
+        Err(other) => Err(failure(other)),
     }
 }
 
 /// One anime with its franchise and "similar to this"; `None` when the id is unknown.
 #[server(input = Json)]
 pub async fn load_anime(id: i32) -> Result<Option<AnimeDetails>, ServerFnError> {
-    match backend::current()?.anime(id).await {
-        Ok(details) => Ok(details),
-        Err(backend::BackendError::Refused(refusal)) => {
-            Err(ServerFnError::new(format!("{refusal:?}")))
-        }
-        Err(backend::BackendError::Failed(message)) => Err(ServerFnError::new(message)),
-    }
+    backend::current()?.anime(id).await.map_err(failure)
 }
 
 /// Who is looking at the page: the form token, the account (if logged in) and the allowance.
@@ -96,8 +93,22 @@ pub async fn load_anime(id: i32) -> Result<Option<AnimeDetails>, ServerFnError> 
 pub async fn load_viewer() -> Result<Viewer, ServerFnError> {
     let request: http::request::Parts =
         use_context().ok_or_else(|| ServerFnError::new("no request in context"))?;
-    backend::current()?
-        .viewer(&request)
-        .await
-        .map_err(|error| ServerFnError::new(format!("{error:?}")))
+    backend::current()?.viewer(&request).await.map_err(failure)
+}
+
+/// The message of a server function that failed because a dependency is down.
+pub const UNAVAILABLE: &str = "Zenbu is briefly unavailable";
+
+/// Whether a server function failed because a dependency is down (the page then answers 503).
+pub fn is_unavailable(error: &ServerFnError) -> bool {
+    error.to_string().contains(UNAVAILABLE)
+}
+
+#[cfg(feature = "ssr")]
+fn failure(error: backend::BackendError) -> ServerFnError {
+    match error {
+        backend::BackendError::Unavailable => ServerFnError::new(UNAVAILABLE),
+        backend::BackendError::Failed(message) => ServerFnError::new(message),
+        backend::BackendError::Refused(refusal) => ServerFnError::new(format!("{refusal:?}")),
+    }
 }

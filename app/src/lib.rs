@@ -9,6 +9,7 @@ pub mod api;
 pub mod i18n;
 pub mod pages;
 pub mod search;
+pub mod security;
 
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
@@ -25,6 +26,7 @@ pub const BUNDLE_NAME: &str = "zenbu";
 pub fn shell(options: LeptosOptions) -> impl IntoView {
     let lang = i18n::detect();
     provide_context(lang);
+    security::set_page_policy();
     view! {
         <!DOCTYPE html>
         <html lang=lang.code()>

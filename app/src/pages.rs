@@ -8,7 +8,7 @@ mod premium;
 
 pub use account::{AccountPage, ConfirmPage, LoginPage, RegisterPage, RegisterSentPage, SiteNav};
 pub use anime::AnimePage;
-pub use errors::{NotFound, ServerError};
+pub use errors::{NotFound, ServerError, Unavailable};
 pub use home::HomePage;
 pub use premium::{PremiumCancelledPage, PremiumPage, PremiumSuccessPage};
 

@@ -1,6 +1,12 @@
 import { expect, test } from '@playwright/test';
 
 test('home page renders on the server and hydrates', async ({ page, request }) => {
+  // The Content Security Policy must let the hydration script and the wasm run, and block
+  // nothing the page needs.
+  const violations: string[] = [];
+  page.on('console', (message) => {
+    if (/Content Security Policy|Refused to/.test(message.text())) violations.push(message.text());
+  });
   // Server-rendered: the search form is in the HTML before any script runs.
   const html = await (await request.get('/')).text();
   expect(html).toContain('<form');
@@ -19,6 +25,7 @@ test('home page renders on the server and hydrates', async ({ page, request }) =
   await expect(search).toHaveValue('a quiet story about someone who travels alone and helps people');
 
   await page.screenshot({ path: 'artifacts/home.png', fullPage: true });
+  expect(violations).toEqual([]);
 });
 
 test('a Spanish description finds Mushishi, and its page lists similar anime', async ({ page }) => {

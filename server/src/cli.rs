@@ -48,6 +48,14 @@ pub enum Command {
     },
     /// Run the fake AniList GraphQL server (for trying the crawler by hand).
     FakeAnilist(FakeAniListArgs),
+    /// Run the fake OpenAI (embeddings, chat) for fault-injection runs; its behaviour is switched
+    /// with `POST /_fake/behaviour`.
+    FakeOpenai {
+        #[arg(long, default_value = "127.0.0.1:12112")]
+        listen: std::net::SocketAddr,
+        #[arg(long, default_value = "sk-fake")]
+        api_key: String,
+    },
     /// Run the fake Stripe (API, hosted Checkout and portal pages, signed webhooks) for local
     /// runs and the browser tests; the app is pointed at it with STRIPE_API_BASE.
     FakeStripe(FakeStripeArgs),
@@ -169,6 +177,11 @@ pub enum DbAction {
     Stop,
     /// Print the connection URL of the app's database in the embedded server (starting it).
     Url,
+    /// Run the embedded server's psql on the app's database (arguments after `--` go to psql).
+    Psql {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Drop a database of the embedded server, e.g. the browser suite's before a run.
     Drop {
         /// The database's name (`zenbu_e2e`).
@@ -192,6 +205,12 @@ pub async fn run(cli: Cli) -> Result<()> {
             let model = E5Model::from_cache(&config.embedded.cache_dir())?;
             let kind = if passage { Kind::Passage } else { Kind::Query };
             println!("{}", serde_json::to_string(&model.embed(&text, kind)?)?);
+            Ok(())
+        }
+        Command::FakeOpenai { listen, api_key } => {
+            let fake = crate::fakes::openai::FakeOpenAi::start_on(&api_key, listen).await?;
+            println!("fake OpenAI on {} (Ctrl-C to stop)", fake.base_url());
+            shutdown_signal().await;
             Ok(())
         }
         Command::FakeStripe(args) => {
@@ -474,6 +493,9 @@ async fn serve(config: Config) -> Result<()> {
             new_visitors_per_network_per_day: config.new_visitors_per_network,
         },
         dev_mailbox: config.dev_mailbox,
+        form_targets: crate::billing::BillingConfig::from_config(&config)
+            .map(|stripe| stripe.page_origins())
+            .unwrap_or_default(),
     };
     if site.dev_mailbox {
         tracing::warn!("ZENBU_DEV_MAILBOX is on: /dev/mail shows everyone's sign-up links");
@@ -545,6 +567,15 @@ async fn db_command(config: &Config, action: DbAction) -> Result<()> {
         DbAction::Stop => {
             embedded.stop()?;
             println!("embedded PostgreSQL: {}", embedded.status()?);
+        }
+        DbAction::Psql { args } => {
+            embedded.start()?;
+            let status = std::process::Command::new(embedded.bin_path("psql"))
+                .arg(embedded.url()?)
+                .args(args)
+                .status()
+                .context("running psql")?;
+            anyhow::ensure!(status.success(), "psql failed ({status})");
         }
         DbAction::Drop { name } => {
             anyhow::ensure!(

@@ -158,8 +158,19 @@ pub struct Config {
     #[arg(long, env = "STRIPE_API_BASE", global = true)]
     pub stripe_api_base: Option<String>,
 
+    /// Log lines as text, or as JSON objects (one per line, with the request id in each
+    /// request's span) for a log pipeline.
+    #[arg(long, env = "ZENBU_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
+    pub log_format: LogFormat,
+
     #[command(flatten)]
     pub embedded: EmbeddedConfig,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 impl Config {

@@ -11,6 +11,7 @@ pub mod db;
 pub mod fakes;
 pub mod files;
 pub mod http;
+pub mod metrics;
 pub mod openai;
 pub mod pypi;
 pub mod quota;

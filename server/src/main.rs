@@ -30,12 +30,15 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: server::cli::Cli) -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn"));
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match cli.config.log_format {
+        server::config::LogFormat::Text => logs.init(),
+        server::config::LogFormat::Json => logs.json().init(),
+    }
 
     match server::cli::run(cli).await {
         Ok(()) => ExitCode::SUCCESS,

@@ -7,7 +7,13 @@
 //! 1. the same normalised query (filters included) counted within the last 3 minutes: runs,
 //!    not counted again;
 //! 2. else, allowance used up: refused (nothing runs);
-//! 3. else one unit is recorded; [`refund`] gives it back if the search then fails outright.
+//! 3. else one unit is recorded, pending; [`confirm`] makes it final once the search has
+//!    answered, and [`refund`] gives it back at once if the search fails.
+//!
+//! A pending unit counts only while its search may still be running ([`IN_FLIGHT`]): when the
+//! database goes away mid-search (so neither confirmation nor refund can be written) or the app
+//! dies, the unit gives itself back, and a search whose confirmation cannot be written is not
+//! served. A served search is a counted search, and nothing else is.
 //!
 //! Time comes from PostgreSQL (`now()`), or from the `at` argument in tests, so "3 minutes
 //! later" and "next month" are checked without waiting.
@@ -16,6 +22,10 @@ use sqlx::PgPool;
 
 /// How long a repeated query is free after the counted one.
 pub const REPEAT_WINDOW: &str = "3 minutes";
+
+/// How long an unconfirmed reservation counts: longer than any search can take (its stages
+/// have budgets of a few seconds), short enough that a lost one comes back soon.
+pub const IN_FLIGHT: &str = "1 minute";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Plan {
@@ -227,6 +237,18 @@ async fn network_admits(
     Ok(true)
 }
 
+/// Makes a reserved unit final: its search answered.
+pub async fn confirm(pool: &PgPool, usage_id: i64) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE search_usage SET confirmed_at = now()
+          WHERE id = $1 AND refunded_at IS NULL AND confirmed_at IS NULL",
+    )
+    .bind(usage_id)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
 /// Gives a counted unit back (the search it paid for failed outright). Idempotent.
 pub async fn refund(pool: &PgPool, usage_id: i64) -> Result<(), sqlx::Error> {
     sqlx::query(
@@ -271,20 +293,26 @@ fn standing_sql(plan: Plan) -> String {
          )
          SELECT to_char(p.t AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'),
                 (SELECT count(*) FROM search_usage u
-                  WHERE u.subject = $1 AND u.refunded_at IS NULL
+                  WHERE u.subject = $1 AND {live}
                     AND u.counted_at >= p.starts AND u.counted_at < p.ends),
                 to_char(p.ends AT TIME ZONE 'UTC', 'YYYY-MM-DD'),
                 EXISTS (SELECT 1 FROM search_usage u
-                         WHERE u.subject = $1 AND u.query_key = $3 AND u.refunded_at IS NULL
+                         WHERE u.subject = $1 AND u.query_key = $3 AND {live}
                            AND u.counted_at > p.t - interval '{REPEAT_WINDOW}'
                            AND u.counted_at <= p.t)
-         FROM period p"
+         FROM period p",
+        // Confirmed, or reserved so recently that its search may still be running.
+        live = format!(
+            "u.refunded_at IS NULL
+             AND (u.confirmed_at IS NOT NULL OR u.counted_at > p.t - interval '{IN_FLIGHT}')"
+        )
     )
 }
 
 /// A text search charged to `payer`: the query is checked first (a query that cannot run
-/// costs nothing), then a unit is reserved; a refused reservation runs nothing, and a search
-/// that fails outright gives its unit back.
+/// costs nothing), then a unit is reserved; a refused reservation runs nothing; a search that
+/// answers confirms its unit (and is not served if that cannot be written), and one that fails
+/// gives its unit back.
 pub async fn metered_search(
     engine: &crate::search::SearchEngine,
     payer: &Payer,
@@ -298,21 +326,33 @@ pub async fn metered_search(
     let reservation = reserve_for(engine.pool(), payer, rules, &key, None).await?;
     let usage = match &reservation {
         Reservation::Counted { usage, .. } | Reservation::Repeat { usage } => usage.clone(),
-        Reservation::Refused { usage } => return Err(Metered::Exhausted(info(plan, usage))),
+        Reservation::Refused { usage } => {
+            crate::metrics::quota_refused("exhausted");
+            return Err(Metered::Exhausted(info(plan, usage)));
+        }
         Reservation::NetworkCapped { per_day, .. } => {
+            crate::metrics::quota_refused("network_cap");
             return Err(Metered::NetworkCapped { per_day: *per_day });
         }
     };
     match engine.search(query, filters).await {
         Ok(mut results) => {
+            if let Reservation::Counted { usage_id, .. } = reservation {
+                // Not confirmed (the database just went away): not served either; the pending
+                // unit gives itself back.
+                confirm(engine.pool(), usage_id).await?;
+            }
             results.quota = Some(info(plan, &usage));
             Ok(results)
         }
         Err(error) => {
+            // With the database gone the refund cannot be written either (and would wait for a
+            // connection): the pending unit lapses by itself.
             if let Reservation::Counted { usage_id, .. } = reservation
+                && !error.is_unavailable()
                 && let Err(refund_error) = refund(engine.pool(), usage_id).await
             {
-                tracing::error!(%refund_error, usage_id, "a failed search's unit was not given back");
+                tracing::warn!(%refund_error, usage_id, "a failed search's unit was not given back now; it lapses in {IN_FLIGHT}");
             }
             Err(error.into())
         }

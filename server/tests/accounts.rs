@@ -399,10 +399,7 @@ async fn forms_refuse_cross_site_posts_and_missing_tokens(pool: PgPool) {
     let csrf = browser.csrf().await;
     let session = browser.cookie(SESSION_COOKIE).unwrap();
     let visitor = browser.cookie(server::accounts::visitor::COOKIE).unwrap();
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
+    let client = common::client_without_redirects();
     let cookies = format!(
         "{SESSION_COOKIE}={session}; {}={visitor}",
         server::accounts::visitor::COOKIE

@@ -300,10 +300,7 @@ async fn a_visitor_gets_ten_searches_a_year_and_the_eleventh_is_refused(pool: Pg
 #[sqlx::test(migrations = "../migrations")]
 async fn pages_speak_the_browsers_language_and_the_switch_sticks(pool: PgPool) {
     let app = common::spawn_app(pool).await;
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
+    let client = common::client_without_redirects();
     let page = |accept: &'static str, cookie: Option<&'static str>| {
         let mut request = client.get(app.url("/")).header("accept-language", accept);
         if let Some(cookie) = cookie {
@@ -345,14 +342,179 @@ async fn pages_speak_the_browsers_language_and_the_switch_sticks(pool: PgPool) {
 }
 
 #[sqlx::test(migrations = "../migrations")]
-async fn a_failure_on_our_side_gets_a_friendly_500_page(pool: PgPool) {
+async fn pages_answer_503_with_a_clear_page_while_the_database_is_gone(pool: PgPool) {
     let app = common::spawn_app(pool.clone()).await;
     pool.close().await;
-    for path in ["/?q=mushishi", "/anime/457"] {
+    for path in ["/?q=mushishi", "/anime/457", "/account"] {
+        let started = std::time::Instant::now();
         let response = reqwest::get(app.url(path)).await.unwrap();
-        assert_eq!(response.status(), 500, "{path}");
+        assert_eq!(response.status(), 503, "{path}");
         let html = response.text().await.unwrap();
-        assert!(html.contains("Something went wrong"), "{path}: {html}");
-        assert!(html.contains(r#"href="/""#), "a way back");
+        assert!(
+            html.contains("Zenbu is briefly unavailable"),
+            "{path}: {html}"
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "fails fast"
+        );
+    }
+    let api = reqwest::get(app.url("/api/search?q=mushishi"))
+        .await
+        .unwrap();
+    assert_eq!(api.status(), 503);
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn every_response_carries_security_headers_and_a_request_id(pool: PgPool) {
+    let app = common::spawn_app(pool).await;
+    let page = reqwest::get(app.url("/?q=mushishi")).await.unwrap();
+    let headers = page.headers().clone();
+    let html = page.text().await.unwrap();
+    let policy = headers["content-security-policy"].to_str().unwrap();
+    // The page's policy allows its own hydration script by nonce, and nothing inline else.
+    let nonce = policy
+        .split("'nonce-")
+        .nth(1)
+        .and_then(|rest| rest.split('\'').next())
+        .expect("a nonce in the policy");
+    assert!(html.contains(&format!(r#"nonce="{nonce}""#)), "{html}");
+    assert!(policy.contains("frame-ancestors 'none'") && !policy.contains("unsafe-inline"));
+    for response_headers in [
+        headers,
+        reqwest::get(app.url("/api/search?q=x"))
+            .await
+            .unwrap()
+            .headers()
+            .clone(),
+        reqwest::get(app.url("/healthz"))
+            .await
+            .unwrap()
+            .headers()
+            .clone(),
+    ] {
+        assert_eq!(response_headers["x-content-type-options"], "nosniff");
+        assert_eq!(response_headers["x-frame-options"], "DENY");
+        assert_eq!(
+            response_headers["referrer-policy"],
+            "strict-origin-when-cross-origin"
+        );
+        assert!(response_headers.contains_key("content-security-policy"));
+        assert_eq!(response_headers["x-request-id"].len(), 36, "a UUID");
+    }
+    // A proxy's request id is kept.
+    let response = reqwest::Client::new()
+        .get(app.url("/healthz"))
+        .header("x-request-id", "from-the-proxy-1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["x-request-id"], "from-the-proxy-1");
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn oversized_bodies_and_hostile_queries_get_clear_answers(pool: PgPool) {
+    let app = common::spawn_app(pool).await;
+    let client = reqwest::Client::new();
+    // A form far beyond any real one: refused before it is read.
+    let huge = "x".repeat(100 * 1024);
+    let response = client
+        .post(app.url("/login"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("email={huge}&password=x&csrf=x"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 413);
+    // Invalid UTF-8 in a form (percent-encoded or raw): decoded with replacement characters,
+    // so the form is answered like any wrong one (here: no valid token), never a 5xx.
+    let no_redirects = common::client_without_redirects();
+    for body in [
+        b"email=%FF%FE&password=x&csrf=x".to_vec(),
+        b"email=\xff\xfe&password=\xc3&csrf=x".to_vec(),
+    ] {
+        let response = no_redirects
+            .post(app.url("/login"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 303);
+        assert_eq!(response.headers()["location"], "/login?error=form");
+    }
+    // A 10,000-character query: 400 with the limit, as JSON and as a page.
+    let long = "palabra ".repeat(1_250);
+    let api = client
+        .get(app.url("/api/search"))
+        .query(&[("q", long.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(api.status(), 400);
+    // Control characters and tsquery operators are plain text to the search.
+    for q in ["a\u{0}b\u{7}c", "!(&|<->):* 'x' & y", "\u{202e}evil", "   "] {
+        let response = client
+            .get(app.url("/api/search"))
+            .query(&[("q", q)])
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            response.status() == 200 || response.status() == 400,
+            "{q:?}: {}",
+            response.status()
+        );
+    }
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn metrics_count_stages_cache_hits_fallbacks_and_refusals(pool: PgPool) {
+    let app = common::spawn_app(pool).await;
+    let client = reqwest::Client::new();
+    // One visitor: a search, the same again (a cache hit), then refused after ten.
+    let first = client
+        .get(app.url("/api/search?q=mushishi"))
+        .send()
+        .await
+        .unwrap();
+    let cookie = first.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    for i in 0..11 {
+        let q = if i == 0 {
+            "mushishi".to_string()
+        } else {
+            format!("story {i}")
+        };
+        client
+            .get(app.url("/api/search"))
+            .query(&[("q", q.as_str())])
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .unwrap();
+    }
+    let metrics = client.get(app.url("/metrics")).send().await.unwrap();
+    assert!(
+        metrics.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain")
+    );
+    let text = metrics.text().await.unwrap();
+    for expected in [
+        r#"zenbu_search_stage_seconds_bucket{stage="lexical""#,
+        r#"zenbu_search_stage_seconds_bucket{stage="total""#,
+        r#"zenbu_search_stage_seconds_count{stage="cache_hit"}"#,
+        r#"zenbu_search_cache_total{result="hit"}"#,
+        r#"zenbu_search_cache_total{result="miss"}"#,
+        r#"zenbu_quota_refusals_total{reason="exhausted"}"#,
+    ] {
+        assert!(text.contains(expected), "{expected} missing:\n{text}");
     }
 }

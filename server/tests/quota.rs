@@ -8,10 +8,25 @@ use sqlx::PgPool;
 
 const T0: &str = "2026-11-30T10:00:00Z";
 
+/// [`quota::reserve`], then the unit confirmed as a search that answered would.
+async fn reserve(
+    pool: &PgPool,
+    subject: &str,
+    plan: Plan,
+    key: &str,
+    at: Option<&str>,
+) -> Result<Reservation, sqlx::Error> {
+    let reservation = quota::reserve(pool, subject, plan, key, at).await?;
+    if let Reservation::Counted { usage_id, .. } = reservation {
+        quota::confirm(pool, usage_id).await?;
+    }
+    Ok(reservation)
+}
+
 /// Records `n` counted searches for `subject` at `at`, each a different query.
 async fn spend(pool: &PgPool, subject: &str, plan: Plan, n: usize, at: &str) {
     for i in 0..n {
-        let outcome = quota::reserve(pool, subject, plan, &format!("spent-{i}-{at}"), Some(at))
+        let outcome = reserve(pool, subject, plan, &format!("spent-{i}-{at}"), Some(at))
             .await
             .unwrap();
         assert!(
@@ -29,7 +44,7 @@ async fn two_hundred_concurrent_searches_with_thirty_left_record_exactly_thirty(
         .map(|i| {
             let pool = pool.clone();
             tokio::spawn(async move {
-                quota::reserve(&pool, "user:1", Plan::Premium, &format!("q{i}"), Some(T0))
+                reserve(&pool, "user:1", Plan::Premium, &format!("q{i}"), Some(T0))
                     .await
                     .unwrap()
             })
@@ -62,7 +77,7 @@ async fn twenty_concurrent_identical_queries_count_once(pool: PgPool) {
         .map(|_| {
             let pool = pool.clone();
             tokio::spawn(async move {
-                quota::reserve(&pool, "visitor:a", Plan::Anonymous, "same query", Some(T0))
+                reserve(&pool, "visitor:a", Plan::Anonymous, "same query", Some(T0))
                     .await
                     .unwrap()
             })
@@ -89,28 +104,28 @@ async fn twenty_concurrent_identical_queries_count_once(pool: PgPool) {
 
 #[sqlx::test(migrations = "../migrations")]
 async fn a_repeat_is_free_for_three_minutes_then_counts_again(pool: PgPool) {
-    let reserve = |at: &'static str| {
+    let mushishi_at = |at: &'static str| {
         let pool = pool.clone();
         async move {
-            quota::reserve(&pool, "user:7", Plan::Free, "mushishi", Some(at))
+            reserve(&pool, "user:7", Plan::Free, "mushishi", Some(at))
                 .await
                 .unwrap()
         }
     };
     assert!(matches!(
-        reserve("2026-11-30T10:00:00Z").await,
+        mushishi_at("2026-11-30T10:00:00Z").await,
         Reservation::Counted { .. }
     ));
     assert!(matches!(
-        reserve("2026-11-30T10:02:59Z").await,
+        mushishi_at("2026-11-30T10:02:59Z").await,
         Reservation::Repeat { .. }
     ));
     assert!(matches!(
-        reserve("2026-11-30T10:03:01Z").await,
+        mushishi_at("2026-11-30T10:03:01Z").await,
         Reservation::Counted { .. }
     ));
     // Another query, or the same query of another subject, is not a repeat.
-    let other = quota::reserve(
+    let other = reserve(
         &pool,
         "user:7",
         Plan::Free,
@@ -120,7 +135,7 @@ async fn a_repeat_is_free_for_three_minutes_then_counts_again(pool: PgPool) {
     .await
     .unwrap();
     assert!(matches!(other, Reservation::Counted { .. }));
-    let someone_else = quota::reserve(
+    let someone_else = reserve(
         &pool,
         "user:8",
         Plan::Free,
@@ -140,7 +155,7 @@ async fn a_repeat_is_free_for_three_minutes_then_counts_again(pool: PgPool) {
 async fn allowances_reset_with_the_calendar_month_or_year_in_utc(pool: PgPool) {
     // A free account spends its 30 in November and is refused; December 1st (UTC) resets it.
     spend(&pool, "user:2", Plan::Free, 30, "2026-11-30T23:59:00Z").await;
-    let refused = quota::reserve(
+    let refused = reserve(
         &pool,
         "user:2",
         Plan::Free,
@@ -156,7 +171,7 @@ async fn allowances_reset_with_the_calendar_month_or_year_in_utc(pool: PgPool) {
         (usage.used, usage.limit, usage.resets_on.as_str()),
         (30, 30, "2026-12-01")
     );
-    let december = quota::reserve(
+    let december = reserve(
         &pool,
         "user:2",
         Plan::Free,
@@ -176,7 +191,7 @@ async fn allowances_reset_with_the_calendar_month_or_year_in_utc(pool: PgPool) {
         "2026-02-01T12:00:00Z",
     )
     .await;
-    let late = quota::reserve(
+    let late = reserve(
         &pool,
         "visitor:b",
         Plan::Anonymous,
@@ -189,7 +204,7 @@ async fn allowances_reset_with_the_calendar_month_or_year_in_utc(pool: PgPool) {
         matches!(late, Reservation::Refused { ref usage } if usage.resets_on == "2027-01-01"),
         "{late:?}"
     );
-    let new_year = quota::reserve(
+    let new_year = reserve(
         &pool,
         "visitor:b",
         Plan::Anonymous,
@@ -205,13 +220,13 @@ async fn allowances_reset_with_the_calendar_month_or_year_in_utc(pool: PgPool) {
 async fn an_upgrade_to_premium_counts_what_was_used_this_month(pool: PgPool) {
     spend(&pool, "user:3", Plan::Free, 30, T0).await;
     assert!(matches!(
-        quota::reserve(&pool, "user:3", Plan::Free, "more", Some(T0))
+        reserve(&pool, "user:3", Plan::Free, "more", Some(T0))
             .await
             .unwrap(),
         Reservation::Refused { .. }
     ));
     // The same subject on the Premium plan: 30 used of 200, so it runs at once.
-    let upgraded = quota::reserve(&pool, "user:3", Plan::Premium, "more", Some(T0))
+    let upgraded = reserve(&pool, "user:3", Plan::Premium, "more", Some(T0))
         .await
         .unwrap();
     let Reservation::Counted { usage, .. } = upgraded else {
@@ -223,7 +238,7 @@ async fn an_upgrade_to_premium_counts_what_was_used_this_month(pool: PgPool) {
 #[sqlx::test(migrations = "../migrations")]
 async fn a_refunded_unit_is_given_back_once(pool: PgPool) {
     let Reservation::Counted { usage_id, .. } =
-        quota::reserve(&pool, "visitor:c", Plan::Anonymous, "q", Some(T0))
+        reserve(&pool, "visitor:c", Plan::Anonymous, "q", Some(T0))
             .await
             .unwrap()
     else {
@@ -236,7 +251,7 @@ async fn a_refunded_unit_is_given_back_once(pool: PgPool) {
         .unwrap();
     assert_eq!(usage.used, 0);
     // A refunded search is no repeat either: running it again counts.
-    let again = quota::reserve(&pool, "visitor:c", Plan::Anonymous, "q", Some(T0))
+    let again = reserve(&pool, "visitor:c", Plan::Anonymous, "q", Some(T0))
         .await
         .unwrap();
     assert!(matches!(again, Reservation::Counted { .. }));
@@ -298,4 +313,31 @@ async fn concurrent_new_visitors_from_one_network_start_no_more_than_the_cap(poo
     };
     let outcome = quota::reserve_for(&pool, &again, &rules, "another", Some(T0)).await;
     assert!(matches!(outcome.unwrap(), Reservation::Counted { .. }));
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_reservation_whose_search_never_answered_lapses_after_a_minute(pool: PgPool) {
+    // The database went away mid-search: neither confirmed nor refunded.
+    let lost = quota::reserve(&pool, "visitor:d", Plan::Anonymous, "lost", Some(T0))
+        .await
+        .unwrap();
+    assert!(matches!(lost, Reservation::Counted { .. }));
+    reserve(&pool, "visitor:d", Plan::Anonymous, "answered", Some(T0))
+        .await
+        .unwrap();
+    // While it may still be running it counts (so concurrent searches cannot overspend)...
+    let now = quota::usage(&pool, "visitor:d", Plan::Anonymous, Some(T0))
+        .await
+        .unwrap();
+    assert_eq!(now.used, 2);
+    // ...a minute later only the answered one does, and the lost query is not a "repeat".
+    let later = "2026-11-30T10:01:01Z";
+    let after = quota::usage(&pool, "visitor:d", Plan::Anonymous, Some(later))
+        .await
+        .unwrap();
+    assert_eq!(after.used, 1);
+    let again = quota::reserve(&pool, "visitor:d", Plan::Anonymous, "lost", Some(later))
+        .await
+        .unwrap();
+    assert!(matches!(again, Reservation::Counted { .. }), "{again:?}");
 }

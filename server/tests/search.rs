@@ -452,6 +452,7 @@ async fn the_openai_embedder_rejects_wrong_answers() {
 #[sqlx::test(migrations = "../migrations")]
 async fn without_a_query_vector_the_lexical_branch_still_answers(pool: PgPool) {
     demo_engine(&pool).await;
+    let metrics = server::metrics::handle();
     let fake = FakeOpenAi::start("sk-test").await.unwrap();
     fake.set_embedding_behaviour(EmbeddingBehaviour::Status(503));
     let openai = OpenAiEmbedder::new("sk-test", Some(&fake.base_url()), Duration::from_secs(5));
@@ -461,6 +462,12 @@ async fn without_a_query_vector_the_lexical_branch_still_answers(pool: PgPool) {
         .await
         .unwrap();
     assert!(!results.semantic);
+    // Counted for /metrics.
+    assert!(
+        metrics
+            .render()
+            .contains(r#"zenbu_search_fallbacks_total{kind="lexical_only"}"#)
+    );
     assert_eq!(results.hits.first().map(|h| h.anime.id), Some(MUSHISHI));
     assert!(results.hits.iter().all(|h| h.branch == Branch::Lexical));
 }
@@ -535,6 +542,7 @@ async fn the_llm_reranker_sends_a_schema_and_low_effort_and_its_order_is_served(
 
 #[sqlx::test(migrations = "../migrations")]
 async fn a_failing_slow_or_garbled_reranker_falls_back_to_the_fused_order(pool: PgPool) {
+    server::metrics::handle(); // so that the fallbacks below are counted
     let engine = demo_engine(&pool).await;
     let query = query_where(&engine, false).await;
     let retrieval = engine.retrieve(query, &Filters::default()).await.unwrap();
@@ -554,6 +562,11 @@ async fn a_failing_slow_or_garbled_reranker_falls_back_to_the_fused_order(pool: 
         let began = std::time::Instant::now();
         let results = engine.search(query, &Filters::default()).await.unwrap();
         assert_eq!(results.ranking, Ranking::Fallback, "{behaviour:?}");
+        assert!(
+            server::metrics::handle()
+                .render()
+                .contains(r#"zenbu_search_fallbacks_total{kind="fused_order"}"#)
+        );
         let served: Vec<i32> = results.hits.iter().map(|h| h.anime.id).collect();
         assert_eq!(served, fused, "{behaviour:?}");
         assert!(

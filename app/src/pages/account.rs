@@ -43,7 +43,7 @@ pub(super) fn with_viewer<V: IntoView + 'static>(
                 Suspend::new(async move {
                     match resource.await {
                         Ok(viewer) => form(viewer).into_any(),
-                        Err(_) => view! { <super::ServerError /> }.into_any(),
+                        Err(error) => super::errors::failure_view(&error, None),
                     }
                 })
             }}

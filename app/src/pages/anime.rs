@@ -4,7 +4,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
-use super::{Card, NotFound, ServerError};
+use super::{Card, NotFound};
 use crate::{api::load_anime, i18n::use_lang, search::AnimeDetails};
 
 #[component]
@@ -31,7 +31,7 @@ pub fn AnimePage() -> impl IntoView {
                     match details.await {
                         Ok(Some(details)) => view! { <AnimeView details /> }.into_any(),
                         Ok(None) => view! { <NotFound /> }.into_any(),
-                        Err(_) => view! { <ServerError /> }.into_any(),
+                        Err(error) => super::errors::failure_view(&error, None),
                     }
                 })}
             </Suspense>

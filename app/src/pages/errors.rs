@@ -38,3 +38,32 @@ pub fn ServerError(
         </section>
     }
 }
+
+/// A dependency (the database) is down: HTTP 503, and the page says to try again shortly.
+#[component]
+pub fn Unavailable() -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    crate::api::backend::set_status(http::StatusCode::SERVICE_UNAVAILABLE);
+    let t = use_lang().texts();
+    view! {
+        <section class="server-error notice error" role="alert">
+            <h2>{t.unavailable_title}</h2>
+            <p>{t.unavailable_text}</p>
+        </section>
+    }
+}
+
+/// The page for a failed server function: 503 when a dependency is down, else 500.
+pub fn failure_view(
+    error: &leptos::prelude::ServerFnError,
+    message: Option<&'static str>,
+) -> AnyView {
+    if crate::api::is_unavailable(error) {
+        view! { <Unavailable /> }.into_any()
+    } else {
+        match message {
+            Some(message) => view! { <ServerError message /> }.into_any(),
+            None => view! { <ServerError /> }.into_any(),
+        }
+    }
+}

@@ -3,7 +3,7 @@
 use leptos::prelude::*;
 use leptos_router::{components::Form, hooks::use_query_map};
 
-use super::{Card, ServerError};
+use super::Card;
 use crate::{
     api::{load_viewer, search},
     i18n::{Lang, use_lang},
@@ -208,7 +208,7 @@ pub fn HomePage() -> impl IntoView {
                         None => ().into_any(),
                         Some(Ok(Ok(results))) => view! { <Results results /> }.into_any(),
                         Some(Ok(Err(refusal))) => view! { <RefusalNotice refusal /> }.into_any(),
-                        Some(Err(_)) => view! { <ServerError message=t.search_failed /> }.into_any(),
+                        Some(Err(error)) => super::errors::failure_view(&error, Some(t.search_failed)),
                     }
                 })}
             </Suspense>

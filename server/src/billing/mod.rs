@@ -55,6 +55,20 @@ impl BillingConfig {
     }
 }
 
+impl BillingConfig {
+    /// Where Stripe's hosted pages live (Checkout, the billing portal): the fake's address
+    /// when the API is a fake, else Stripe's.
+    pub fn page_origins(&self) -> Vec<String> {
+        match &self.api_base {
+            Some(base) => vec![base.trim_end_matches('/').to_string()],
+            None => vec![
+                "https://checkout.stripe.com".into(),
+                "https://billing.stripe.com".into(),
+            ],
+        }
+    }
+}
+
 /// The Stripe client and what Checkout needs; cheap to clone.
 #[derive(Clone)]
 pub struct Billing {

@@ -132,6 +132,11 @@ impl EmbeddedPostgres {
         &self.database
     }
 
+    /// A program of the installation (`psql`, `pg_ctl`...).
+    pub fn bin_path(&self, program: &str) -> PathBuf {
+        self.bin(program)
+    }
+
     fn bin(&self, program: &str) -> PathBuf {
         self.install_dir.join(PGINSTALL).join("bin").join(program)
     }

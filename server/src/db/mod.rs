@@ -86,6 +86,21 @@ async fn ensure_database(embedded: &EmbeddedPostgres) -> Result<(), DbError> {
     Ok(())
 }
 
+/// Whether an error means the database cannot be reached (down, restarting, pool exhausted):
+/// worth a 503 and a retry, not a 500.
+pub fn is_unavailable(error: &sqlx::Error) -> bool {
+    matches!(
+        error,
+        sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+    ) || matches!(error, sqlx::Error::Database(db) if db.code().is_some_and(|code| {
+        // admin_shutdown, crash_shutdown, cannot_connect_now: a restarting server.
+        ["57P01", "57P02", "57P03"].contains(&code.as_ref())
+    }))
+}
+
 /// The pool of the database `config` names (starting the embedded one when needed).
 pub async fn open(config: &Config) -> Result<PgPool, DbError> {
     connect(&database_url(config).await?).await
@@ -96,7 +111,7 @@ pub async fn open(config: &Config) -> Result<PgPool, DbError> {
 pub async fn connect(url: &str) -> Result<PgPool, DbError> {
     let pool = PgPoolOptions::new()
         .max_connections(16)
-        .acquire_timeout(Duration::from_secs(3))
+        .acquire_timeout(Duration::from_secs(2))
         .connect(url)
         .await
         .map_err(DbError::Connect)?;

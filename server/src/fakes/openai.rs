@@ -78,6 +78,11 @@ pub struct FakeOpenAi {
 
 impl FakeOpenAi {
     pub async fn start(api_key: &str) -> std::io::Result<Self> {
+        Self::start_on(api_key, "127.0.0.1:0".parse().expect("a socket address")).await
+    }
+
+    /// [`start`](Self::start) on a chosen address (`server fake-openai`).
+    pub async fn start_on(api_key: &str, addr: SocketAddr) -> std::io::Result<Self> {
         let state = Arc::new(FakeState {
             api_key: api_key.into(),
             behaviour: Mutex::new(ChatBehaviour::Normal),
@@ -88,8 +93,9 @@ impl FakeOpenAi {
         let app = Router::new()
             .route("/v1/chat/completions", post(chat))
             .route("/v1/embeddings", post(embeddings))
+            .route("/_fake/behaviour", post(set_behaviours))
             .with_state(state.clone());
-        let server = super::serve(app, "127.0.0.1:0".parse().expect("a socket address")).await?;
+        let server = super::serve(app, addr).await?;
         Ok(Self {
             addr: server.addr,
             state,
@@ -118,6 +124,31 @@ impl FakeOpenAi {
     pub fn requests(&self) -> Vec<ChatRecord> {
         self.state.log.lock().unwrap().clone()
     }
+}
+
+/// `POST /_fake/behaviour {"embeddings": "normal|hang|error", "chat": "normal|hang|error"}`:
+/// switches the fake's behaviour from outside the process (fault-injection runs); "hang" waits
+/// a minute, "error" answers 500.
+async fn set_behaviours(
+    State(state): State<Arc<FakeState>>,
+    Json(body): Json<Value>,
+) -> StatusCode {
+    let pick = |key: &str| body.get(key).and_then(Value::as_str).map(str::to_string);
+    if let Some(embeddings) = pick("embeddings") {
+        *state.embedding_behaviour.lock().unwrap() = match embeddings.as_str() {
+            "hang" => EmbeddingBehaviour::Hang(Duration::from_secs(60)),
+            "error" => EmbeddingBehaviour::Status(500),
+            _ => EmbeddingBehaviour::Normal,
+        };
+    }
+    if let Some(chat) = pick("chat") {
+        *state.behaviour.lock().unwrap() = match chat.as_str() {
+            "hang" => ChatBehaviour::Hang(Duration::from_secs(60)),
+            "error" => ChatBehaviour::Status(500),
+            _ => ChatBehaviour::Normal,
+        };
+    }
+    StatusCode::NO_CONTENT
 }
 
 fn error(

@@ -28,6 +28,10 @@ impl From<SearchError> for BackendError {
             SearchError::QueryTooLong(_) => BackendError::Refused(Refusal::QueryTooLong {
                 max: app::search::MAX_QUERY_CHARS,
             }),
+            error if error.is_unavailable() => {
+                tracing::warn!(%error, "search: the database is unavailable");
+                BackendError::Unavailable
+            }
             other => {
                 tracing::error!(error = ?other, "search failed");
                 BackendError::Failed("search failed".into())
@@ -38,8 +42,16 @@ impl From<SearchError> for BackendError {
 
 impl From<AccountError> for BackendError {
     fn from(error: AccountError) -> Self {
-        tracing::error!(?error, "reading the account failed");
-        BackendError::Failed("account unavailable".into())
+        match error {
+            AccountError::Database(error) if crate::db::is_unavailable(&error) => {
+                tracing::warn!(%error, "accounts: the database is unavailable");
+                BackendError::Unavailable
+            }
+            other => {
+                tracing::error!(error = ?other, "reading the account failed");
+                BackendError::Failed("account unavailable".into())
+            }
+        }
     }
 }
 

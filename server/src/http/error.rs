@@ -50,6 +50,9 @@ impl From<crate::search::SearchError> for ApiError {
                 ApiError::BadRequest(error.to_string())
             }
             SearchError::Database(error) => error.into(),
+            SearchError::Vector(crate::search::vector::VectorError::Database(error)) => {
+                error.into()
+            }
             other => ApiError::Internal(other.into()),
         }
     }
@@ -67,12 +70,10 @@ impl From<crate::accounts::AccountError> for ApiError {
 
 impl From<sqlx::Error> for ApiError {
     fn from(error: sqlx::Error) -> Self {
-        match error {
-            sqlx::Error::PoolTimedOut
-            | sqlx::Error::PoolClosed
-            | sqlx::Error::Io(_)
-            | sqlx::Error::Tls(_) => ApiError::DatabaseUnavailable(error),
-            other => ApiError::Internal(other.into()),
+        if crate::db::is_unavailable(&error) {
+            ApiError::DatabaseUnavailable(error)
+        } else {
+            ApiError::Internal(error.into())
         }
     }
 }

@@ -6,6 +6,7 @@ mod backend;
 mod billing;
 mod error;
 mod language;
+mod security;
 
 use std::path::Path;
 
@@ -19,7 +20,7 @@ use app::{
 };
 use axum::{
     Json, Router,
-    extract::{FromRef, Path as UrlPath, Query, State},
+    extract::{DefaultBodyLimit, FromRef, Path as UrlPath, Query, State},
     routing::{get, post},
 };
 use leptos::config::LeptosOptions;
@@ -27,7 +28,10 @@ use leptos::prelude::provide_context;
 use leptos_axum::{LeptosRoutes, generate_route_list};
 use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
-use tower_http::trace::TraceLayer;
+use tower_http::{
+    request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer},
+    trace::TraceLayer,
+};
 
 use crate::{
     accounts::visitor::{self, VisitorConfig},
@@ -46,6 +50,9 @@ pub struct SiteConfig {
     pub rules: Rules,
     /// Serve `/dev/mail` (local runs and browser tests only).
     pub dev_mailbox: bool,
+    /// Origins besides this site that forms may lead to (Stripe's pages), for the pages'
+    /// Content Security Policy.
+    pub form_targets: Vec<String>,
 }
 
 /// Everything a request handler may need; cheap to clone.
@@ -81,11 +88,19 @@ impl AppState {
     }
 }
 
-/// The site. Every request passes, outermost first: tracing; CSRF (cross-origin POSTs refused
-/// from their Fetch Metadata and Origin headers); the session (a cookie naming a row in
-/// PostgreSQL, created only at log-in); the visitor (signed cookie, client network).
+/// Largest request body accepted (forms and JSON are a few hundred bytes); Stripe's events get
+/// more.
+const BODY_LIMIT: usize = 64 * 1024;
+const WEBHOOK_BODY_LIMIT: usize = 512 * 1024;
+
+/// The site. Every request passes, outermost first: a request id (`x-request-id`, kept from a
+/// proxy or made here, and sent back); tracing, one span per request with that id; security
+/// headers; CSRF (cross-origin POSTs refused from their Fetch Metadata and Origin headers); the
+/// session (a cookie naming a row in PostgreSQL, created only at log-in); the visitor (signed
+/// cookie, client network); a body limit.
 pub fn router(state: AppState) -> Router {
     tokio::spawn(crate::accounts::password::prepare());
+    crate::metrics::handle();
     let routes = generate_route_list(App);
     let options = state.leptos_options.clone();
     let pages_backend: SharedBackend = Arc::new(backend::PagesBackend {
@@ -122,16 +137,24 @@ pub fn router(state: AppState) -> Router {
         .route("/logout", post(auth::log_out))
         .route("/premium/checkout", post(billing::checkout))
         .route("/billing/portal", post(billing::portal))
-        .route("/stripe/webhook", post(billing::stripe_webhook))
-        .route("/lang", get(language::switch));
+        .route(
+            "/stripe/webhook",
+            post(billing::stripe_webhook).layer(DefaultBodyLimit::max(WEBHOOK_BODY_LIMIT)),
+        )
+        .route("/lang", get(language::switch))
+        .route("/metrics", get(metrics));
     if state.site.dev_mailbox {
         router = router.route("/dev/mail", get(auth::dev_mailbox));
     }
+    let form_targets = app::security::FormTargets(state.site.form_targets.clone());
     router
         .leptos_routes_with_context(
             &state,
             routes,
-            move || provide_context(pages_backend.clone()),
+            move || {
+                provide_context(pages_backend.clone());
+                provide_context(form_targets.clone());
+            },
             move || shell(options.clone()),
         )
         // Files under the site root (`/pkg/zenbu.js`, ...) or the app's 404 page.
@@ -140,10 +163,35 @@ pub fn router(state: AppState) -> Router {
             state.site.visitors.clone(),
             visitor::middleware,
         ))
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(sessions)
         .layer(csrf)
-        .layer(TraceLayer::new_for_http())
+        .layer(axum::middleware::from_fn(security::headers))
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(
+            TraceLayer::new_for_http().make_span_with(|request: &axum::http::Request<_>| {
+                let id = request
+                    .headers()
+                    .get("x-request-id")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default();
+                tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id = %id)
+            }),
+        )
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
         .with_state(state)
+}
+
+/// `/metrics`: Prometheus' text format (see [`crate::metrics`]). Meant for the monitoring
+/// network: block it at the load balancer in a public deployment.
+async fn metrics() -> impl axum::response::IntoResponse {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4",
+        )],
+        crate::metrics::handle().render(),
+    )
 }
 
 #[derive(Debug, Serialize)]

@@ -56,6 +56,19 @@ pub enum SearchError {
     Vector(#[from] vector::VectorError),
 }
 
+impl SearchError {
+    /// The database cannot be reached: worth a 503 and a retry.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            SearchError::Database(error)
+            | SearchError::Vector(vector::VectorError::Database(error)) => {
+                crate::db::is_unavailable(error)
+            }
+            _ => false,
+        }
+    }
+}
+
 /// How long each stage took (the names are the ones `bench` prints).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct StageTimes {
@@ -211,12 +224,18 @@ impl SearchEngine {
             let began = Instant::now();
             let model = self.embedder.model();
             let cached = if self.caches {
-                cache::get_embedding(&self.pool, model, &query)
-                    .await
-                    .unwrap_or_else(|error| {
+                match cache::get_embedding(&self.pool, model, &query).await {
+                    Ok(cached) => cached,
+                    // The database is gone: the search cannot answer; stop here rather than
+                    // wait for it again at every later stage.
+                    Err(error) if crate::db::is_unavailable(&error) => {
+                        return (Err(error.into()), began.elapsed(), Duration::ZERO);
+                    }
+                    Err(error) => {
                         tracing::warn!(%error, "query embedding cache unreadable");
                         None
-                    })
+                    }
+                }
             } else {
                 None
             };
@@ -318,6 +337,7 @@ impl SearchEngine {
                 ..StageTimes::default()
             };
             results.took_ms = times.total.as_secs_f64() * 1000.0;
+            crate::metrics::search_cache_hit(times.total);
             return Ok((results, times));
         }
         let version = cache::catalog_version(&self.pool).await?;
@@ -399,6 +419,11 @@ impl SearchEngine {
             quota: None,
             took_ms: times.total.as_secs_f64() * 1000.0,
         };
+        crate::metrics::search_ran(
+            &times,
+            results.semantic,
+            results.ranking == Ranking::Fallback,
+        );
         // A degraded page is not kept: the next search should get the full pipeline again.
         if self.caches
             && results.semantic

@@ -137,6 +137,7 @@ pub async fn spawn_app_with_billing(
         public_url: format!("http://{addr}"),
         rules: server::quota::Rules::default(),
         dev_mailbox: false,
+        form_targets: Vec::new(),
     };
     configure(&mut site);
     let billing = billing(&site.public_url);
@@ -164,10 +165,7 @@ pub struct Browser {
 impl Browser {
     pub fn new(app: &TestApp) -> Self {
         Self {
-            client: reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .unwrap(),
+            client: client_without_redirects(),
             base: app.url(""),
             cookies: Default::default(),
             forwarded_for: None,
@@ -279,5 +277,13 @@ pub async fn insert_user(pool: &PgPool, email: &str, password: &str) -> i64 {
         .bind(server::accounts::password::hash(password).await.unwrap())
         .fetch_one(pool)
         .await
+        .unwrap()
+}
+
+/// An HTTP client that shows redirects instead of following them.
+pub fn client_without_redirects() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
         .unwrap()
 }

@@ -1,0 +1,67 @@
+//! Prometheus metrics, served at `/metrics`: per-stage search latency histograms, results-cache
+//! hits and misses, fallbacks, and quota refusals. The `metrics` crate's macros record into a
+//! process-wide recorder installed on first use of [`handle`]; before that (command-line tools)
+//! they cost nothing.
+
+use std::{sync::OnceLock, time::Duration};
+
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+
+use crate::search::StageTimes;
+
+/// Latency buckets (seconds): a cache hit is ~1 ms, an uncached page ~100 ms, budgets are 2–4 s.
+const BUCKETS: [f64; 13] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+];
+
+/// The recorder's handle (installing the recorder the first time).
+pub fn handle() -> &'static PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE.get_or_init(|| {
+        let recorder = PrometheusBuilder::new()
+            .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &BUCKETS)
+            .expect("buckets are not empty")
+            .build_recorder();
+        let handle = recorder.handle();
+        // Fails only if another recorder was installed first; this one then stays empty.
+        if metrics::set_global_recorder(recorder).is_err() {
+            tracing::warn!("a metrics recorder was already installed");
+        }
+        handle
+    })
+}
+
+/// One search that ran the pipeline: the time of each stage.
+pub fn search_ran(times: &StageTimes, semantic: bool, rerank_fell_back: bool) {
+    let stages: [(&'static str, Duration); 6] = [
+        ("embed", times.embed),
+        ("lexical", times.lexical),
+        ("vector", times.vector),
+        ("fuse", times.fuse),
+        ("rerank", times.rerank),
+        ("total", times.total),
+    ];
+    for (stage, took) in stages {
+        metrics::histogram!("zenbu_search_stage_seconds", "stage" => stage)
+            .record(took.as_secs_f64());
+    }
+    metrics::counter!("zenbu_search_cache_total", "result" => "miss").increment(1);
+    if !semantic {
+        metrics::counter!("zenbu_search_fallbacks_total", "kind" => "lexical_only").increment(1);
+    }
+    if rerank_fell_back {
+        metrics::counter!("zenbu_search_fallbacks_total", "kind" => "fused_order").increment(1);
+    }
+}
+
+/// One search answered from the results cache.
+pub fn search_cache_hit(took: Duration) {
+    metrics::counter!("zenbu_search_cache_total", "result" => "hit").increment(1);
+    metrics::histogram!("zenbu_search_stage_seconds", "stage" => "cache_hit")
+        .record(took.as_secs_f64());
+}
+
+/// A search refused for its allowance (`exhausted`) or its network's cap (`network_cap`).
+pub fn quota_refused(reason: &'static str) {
+    metrics::counter!("zenbu_quota_refusals_total", "reason" => reason).increment(1);
+}
