@@ -269,26 +269,26 @@ pub fn detect() -> Lang {
     #[cfg(feature = "ssr")]
     {
         let parts = use_context::<http::request::Parts>();
-        let header = |name: http::HeaderName| {
-            parts.as_ref().and_then(|parts| {
+        // Repeated header lines joined as the header's own list: cookies by `;`, languages by `,`.
+        let header = |name: http::HeaderName, separator: &str| {
+            parts.as_ref().map(|parts| {
                 parts
                     .headers
                     .get_all(name)
                     .iter()
                     .filter_map(|v| v.to_str().ok())
                     .collect::<Vec<_>>()
-                    .join(";")
-                    .into()
+                    .join(separator)
             })
         };
-        let cookies: Option<String> = header(http::header::COOKIE);
+        let cookies: Option<String> = header(http::header::COOKIE, ";");
         let cookie = cookies.as_deref().and_then(|cookies| {
             cookies.split(';').find_map(|pair| {
                 let (name, value) = pair.trim().split_once('=')?;
                 (name == COOKIE).then(|| value.to_string())
             })
         });
-        let accept: Option<String> = header(http::header::ACCEPT_LANGUAGE);
+        let accept: Option<String> = header(http::header::ACCEPT_LANGUAGE, ",");
         Lang::negotiate(cookie.as_deref(), accept.as_deref())
     }
     #[cfg(not(feature = "ssr"))]

@@ -479,6 +479,7 @@ async fn serve(config: Config) -> Result<()> {
         }
     });
     let public_url = config.public_url();
+    let stripe = crate::billing::BillingConfig::from_config(&config);
     let site = http::SiteConfig {
         visitors: crate::accounts::visitor::VisitorConfig {
             key: crate::accounts::visitor::CookieKey::load(
@@ -493,14 +494,15 @@ async fn serve(config: Config) -> Result<()> {
             new_visitors_per_network_per_day: config.new_visitors_per_network,
         },
         dev_mailbox: config.dev_mailbox,
-        form_targets: crate::billing::BillingConfig::from_config(&config)
+        form_targets: stripe
+            .as_ref()
             .map(|stripe| stripe.page_origins())
             .unwrap_or_default(),
     };
     if site.dev_mailbox {
         tracing::warn!("ZENBU_DEV_MAILBOX is on: /dev/mail shows everyone's sign-up links");
     }
-    let billing = match crate::billing::BillingConfig::from_config(&config) {
+    let billing = match stripe {
         Some(stripe) => Some(crate::billing::Billing::new(&stripe, &site.public_url)?),
         None => {
             tracing::info!("Stripe is not configured: Premium cannot be bought on this server");

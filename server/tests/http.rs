@@ -314,6 +314,18 @@ async fn pages_speak_the_browsers_language_and_the_switch_sticks(pool: PgPool) {
     let english = page("en-GB", None).await;
     assert!(english.contains(r#"<html lang="en""#));
     assert!(english.contains("Describe the anime you are looking for"));
+    // Repeated header lines are one list.
+    let two_lines = client
+        .get(app.url("/"))
+        .header("accept-language", "fr-FR")
+        .header("accept-language", "es;q=0.9")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(two_lines.contains(r#"<html lang="es""#));
     // The cookie wins over the header.
     let chosen = page("es", Some("zenbu_lang=en")).await;
     assert!(chosen.contains("Describe the anime you are looking for"));

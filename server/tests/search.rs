@@ -472,6 +472,16 @@ async fn without_a_query_vector_the_lexical_branch_still_answers(pool: PgPool) {
     assert!(results.hits.iter().all(|h| h.branch == Branch::Lexical));
 }
 
+/// The ids of the fused order's first page (what a fallback serves).
+fn fused_page(retrieval: &server::search::Retrieval) -> Vec<i32> {
+    retrieval
+        .fused
+        .iter()
+        .take(server::search::PAGE_SIZE)
+        .map(|f| f.anime_id)
+        .collect()
+}
+
 /// `engine` with an LLM reranker against the fake OpenAI server, behaving as told.
 async fn with_llm(engine: SearchEngine, behaviour: ChatBehaviour) -> (SearchEngine, FakeOpenAi) {
     let fake = FakeOpenAi::start("sk-test").await.unwrap();
@@ -525,12 +535,7 @@ async fn the_llm_reranker_sends_a_schema_and_low_effort_and_its_order_is_served(
     assert_eq!(request["response_format"]["type"], "json_schema");
     assert_eq!(request["response_format"]["json_schema"]["strict"], true);
     // The fake ranks by shared words; the page follows its order, not the fused one.
-    let fused: Vec<i32> = retrieval
-        .fused
-        .iter()
-        .take(20)
-        .map(|f| f.anime_id)
-        .collect();
+    let fused: Vec<i32> = fused_page(&retrieval);
     let served: Vec<i32> = results.hits.iter().map(|h| h.anime.id).collect();
     assert_ne!(served, fused);
     let mut sorted_served = served.clone();
@@ -546,12 +551,7 @@ async fn a_failing_slow_or_garbled_reranker_falls_back_to_the_fused_order(pool: 
     let engine = demo_engine(&pool).await;
     let query = query_where(&engine, false).await;
     let retrieval = engine.retrieve(query, &Filters::default()).await.unwrap();
-    let fused: Vec<i32> = retrieval
-        .fused
-        .iter()
-        .take(20)
-        .map(|f| f.anime_id)
-        .collect();
+    let fused: Vec<i32> = fused_page(&retrieval);
     for behaviour in [
         ChatBehaviour::Status(500),
         ChatBehaviour::Hang(Duration::from_secs(5)),
@@ -586,12 +586,7 @@ async fn wrong_ids_from_the_llm_are_dropped_and_missing_ones_appended(pool: PgPo
     assert_eq!(results.ranking, Ranking::Reranked);
     let served: Vec<i32> = results.hits.iter().map(|h| h.anime.id).collect();
     // The model's (partial) order leads, then the rest in fused order: not the fused order.
-    let fused: Vec<i32> = retrieval
-        .fused
-        .iter()
-        .take(20)
-        .map(|f| f.anime_id)
-        .collect();
+    let fused: Vec<i32> = fused_page(&retrieval);
     assert_ne!(served, fused);
     let mut unique = served.clone();
     unique.sort();
@@ -633,12 +628,7 @@ async fn a_confident_fused_order_skips_the_rerank(pool: PgPool) {
     assert_eq!(results.ranking, Ranking::Confident);
     assert!(fake.requests().is_empty(), "no model call when confident");
     let served: Vec<i32> = results.hits.iter().map(|h| h.anime.id).collect();
-    let fused: Vec<i32> = retrieval
-        .fused
-        .iter()
-        .take(20)
-        .map(|f| f.anime_id)
-        .collect();
+    let fused: Vec<i32> = fused_page(&retrieval);
     assert_eq!(served, fused);
 }
 

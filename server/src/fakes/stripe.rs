@@ -51,10 +51,7 @@ pub struct ApiRequest {
 
 impl ApiRequest {
     pub fn field(&self, name: &str) -> Option<&str> {
-        self.form
-            .iter()
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value.as_str())
+        field(&self.form, name)
     }
 }
 
