@@ -457,9 +457,12 @@ async fn serve(config: Config) -> Result<()> {
     if report.missing > 0 {
         tracing::info!(%report, "document vectors brought up to date");
     }
-    let engine = crate::search::SearchEngine::new(pool.clone(), embedder)
+    let mut engine = crate::search::SearchEngine::new(pool.clone(), embedder)
         .with_reranker(crate::search::rerank::from_config(&config))
         .with_budgets(crate::search::Budgets::from_config(&config));
+    if let Some(replica) = db::open_replica(config.replica_url.as_deref()).await? {
+        engine = engine.with_read_replica(replica);
+    }
     // Expired cache rows are ignored when read; this deletes them now and then.
     let sweeper = pool.clone();
     tokio::spawn(async move {

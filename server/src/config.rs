@@ -23,6 +23,12 @@ pub struct Config {
     #[arg(long, env = "DATABASE_URL", hide_env_values = true, global = true)]
     pub database_url: Option<String>,
 
+    /// A read-only streaming replica of that database for search reads (lexical, vector, similar,
+    /// cards, cache lookups). Quota, sessions, accounts, billing and cache writes stay on the
+    /// primary. Unset: everything reads the primary.
+    #[arg(long, env = "ZENBU_REPLICA_URL", hide_env_values = true, global = true)]
+    pub replica_url: Option<String>,
+
     /// Folder holding the built site: `pkg/` (wasm, JS, CSS) and the files of `public/`.
     #[arg(
         long,

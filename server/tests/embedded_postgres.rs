@@ -1,29 +1,14 @@
 //! The embedded PostgreSQL lifecycle on a throwaway cluster: initialise, start, reuse, stop.
 //! As root (CI) this also proves the switch to the unprivileged database user.
 
-use std::net::TcpListener;
+mod common;
 
+use common::{DestroyOnDrop, free_port};
 use server::{
     config::EmbeddedConfig,
     db::embedded::{EmbeddedPostgres, Status},
 };
 use sqlx::{Connection, PgConnection};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Stops and deletes the throwaway cluster even when an assertion fails.
-struct DestroyOnDrop(EmbeddedPostgres);
-impl Drop for DestroyOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.destroy();
-    }
-}
 
 #[tokio::test]
 async fn cluster_is_initialised_once_started_reused_and_stopped() {

@@ -253,6 +253,45 @@ impl EmbeddedPostgres {
         Ok(())
     }
 
+    /// Makes this cluster a streaming standby of `primary` (a base backup with `-R`, once) and
+    /// starts it. The standby shares the primary's role and password; it follows the primary
+    /// over a replication connection and refuses writes (`pg_is_in_recovery()` is true).
+    pub fn start_standby_of(&self, primary: &EmbeddedPostgres) -> Result<()> {
+        self.install()?;
+        if !self.is_initialised() {
+            self.prepare_cluster_root()?;
+            let password = fs::read_to_string(&primary.password_file)
+                .with_context(|| format!("reading {}", primary.password_file.display()))?;
+            write_atomic(&self.password_file, password.trim().as_bytes(), 0o600)?;
+            tracing::info!(primary = primary.port, data = %self.data_dir().display(), "taking a base backup for a standby");
+            // `-c fast`: checkpoint now; the default spreads it over minutes.
+            let mut command = self.pg_command("pg_basebackup")?;
+            command
+                .arg("-D")
+                .arg(self.data_dir())
+                .args([
+                    "-h",
+                    "127.0.0.1",
+                    "-U",
+                    ROLE,
+                    "-R",
+                    "-X",
+                    "stream",
+                    "-c",
+                    "fast",
+                ])
+                .arg("-p")
+                .arg(primary.port.to_string())
+                .env("PGPASSWORD", password.trim());
+            let output = command.output().context("running pg_basebackup")?;
+            if !output.status.success() {
+                bail!("pg_basebackup failed: {}", describe(&output));
+            }
+            fs::File::create(self.initialised_marker())?;
+        }
+        self.start()
+    }
+
     pub fn stop(&self) -> Result<()> {
         if !matches!(self.status()?, Status::Running { .. }) {
             return Ok(());
@@ -287,27 +326,7 @@ impl EmbeddedPostgres {
         if self.is_initialised() {
             return Ok(());
         }
-        let os_user = self.os_user()?;
-        if let Some(parent) = self.cluster_root.parent() {
-            fs::create_dir_all(parent)?;
-        }
-        if self.cluster_root.exists() {
-            fs::remove_dir_all(&self.cluster_root)?;
-        }
-        fs::create_dir_all(&self.cluster_root)?;
-        fs::set_permissions(&self.cluster_root, fs::Permissions::from_mode(0o700))?;
-        if let Some(user) = os_user {
-            std::os::unix::fs::chown(&self.cluster_root, Some(user.uid), Some(user.gid))
-                .with_context(|| {
-                    format!(
-                        "giving {} to the database user",
-                        self.cluster_root.display()
-                    )
-                })?;
-        }
-        if let Some(parent) = self.password_file.parent() {
-            fs::create_dir_all(parent)?;
-        }
+        let os_user = self.prepare_cluster_root()?;
 
         tracing::info!(data = %self.data_dir().display(), "initialising a new PostgreSQL cluster");
         let password = random_hex(24)?;
@@ -341,6 +360,33 @@ impl EmbeddedPostgres {
         }
         fs::File::create(self.initialised_marker())?;
         Ok(())
+    }
+
+    /// An empty cluster folder owned by the database user (and the password file's folder);
+    /// returns that user when we are root.
+    fn prepare_cluster_root(&self) -> Result<Option<OsUser>> {
+        let os_user = self.os_user()?;
+        if let Some(parent) = self.cluster_root.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        if self.cluster_root.exists() {
+            fs::remove_dir_all(&self.cluster_root)?;
+        }
+        fs::create_dir_all(&self.cluster_root)?;
+        fs::set_permissions(&self.cluster_root, fs::Permissions::from_mode(0o700))?;
+        if let Some(user) = os_user {
+            std::os::unix::fs::chown(&self.cluster_root, Some(user.uid), Some(user.gid))
+                .with_context(|| {
+                    format!(
+                        "giving {} to the database user",
+                        self.cluster_root.display()
+                    )
+                })?;
+        }
+        if let Some(parent) = self.password_file.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        Ok(os_user)
     }
 
     /// A command for one of PostgreSQL's programs, run as the database user when we are root.

@@ -106,6 +106,25 @@ pub async fn open(config: &Config) -> Result<PgPool, DbError> {
     connect(&database_url(config).await?).await
 }
 
+/// The pool of the read replica at `url` (`ZENBU_REPLICA_URL`), when one is configured. A
+/// replica that is not in recovery still works (it may be a logical copy) but is worth a
+/// warning: what is written there never reaches the primary.
+pub async fn open_replica(url: Option<&str>) -> Result<Option<PgPool>, DbError> {
+    let Some(url) = url.filter(|url| !url.trim().is_empty()) else {
+        return Ok(None);
+    };
+    let pool = connect(url).await?;
+    let standby: bool = sqlx::query_scalar("SELECT pg_is_in_recovery()")
+        .fetch_one(&pool)
+        .await?;
+    if standby {
+        tracing::info!("search reads go to the read replica");
+    } else {
+        tracing::warn!("ZENBU_REPLICA_URL is not a standby (pg_is_in_recovery() is false)");
+    }
+    Ok(Some(pool))
+}
+
 /// Opens the pool and checks that pgvector and pg_trgm can be used. A short acquire timeout
 /// makes requests fail fast (503) while the database is down instead of hanging.
 pub async fn connect(url: &str) -> Result<PgPool, DbError> {

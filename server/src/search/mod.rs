@@ -135,7 +135,11 @@ pub fn fused_margin(fused: &[Fused]) -> f64 {
 
 #[derive(Clone)]
 pub struct SearchEngine {
+    /// The primary: cache writes (and, through [`pool`](Self::pool), quota and accounts).
     pool: PgPool,
+    /// Where the pipeline reads: a streaming replica when one is configured, else the primary.
+    /// A lagging replica only delays what the caches and a re-ingested catalog show.
+    reads: PgPool,
     embedder: Arc<dyn Embedder>,
     reranker: Arc<dyn rerank::Reranker>,
     budgets: Budgets,
@@ -165,6 +169,7 @@ pub fn clean_query(raw: &str) -> Result<String, SearchError> {
 impl SearchEngine {
     pub fn new(pool: PgPool, embedder: Arc<dyn Embedder>) -> Self {
         Self {
+            reads: pool.clone(),
             pool,
             embedder,
             reranker: Arc::new(rerank::LocalReranker::default()),
@@ -189,8 +194,20 @@ impl SearchEngine {
         self
     }
 
+    /// Reads of the pipeline go to `replica` from now on; writes stay on the primary.
+    pub fn with_read_replica(mut self, replica: PgPool) -> Self {
+        self.reads = replica;
+        self
+    }
+
+    /// The primary, for everything that writes or must read its own writes.
     pub fn pool(&self) -> &PgPool {
         &self.pool
+    }
+
+    /// The pool the pipeline reads from (the replica when one is configured).
+    pub fn reads(&self) -> &PgPool {
+        &self.reads
     }
 
     pub fn embedder(&self) -> &dyn Embedder {
@@ -216,7 +233,7 @@ impl SearchEngine {
         let query = query.to_string();
         let lexical = async {
             let began = Instant::now();
-            let hits = lexical::search(&self.pool, &query, filters, BRANCH_LIMIT).await;
+            let hits = lexical::search(&self.reads, &query, filters, BRANCH_LIMIT).await;
             (hits, began.elapsed())
         }
         .instrument(tracing::info_span!("lexical"));
@@ -224,7 +241,7 @@ impl SearchEngine {
             let began = Instant::now();
             let model = self.embedder.model();
             let cached = if self.caches {
-                match cache::get_embedding(&self.pool, model, &query).await {
+                match cache::get_embedding(&self.reads, model, &query).await {
                     Ok(cached) => cached,
                     // The database is gone: the search cannot answer; stop here rather than
                     // wait for it again at every later stage.
@@ -273,7 +290,7 @@ impl SearchEngine {
             };
             let began = Instant::now();
             let hits = vector::search(
-                &self.pool,
+                &self.reads,
                 self.embedder.model(),
                 &vector,
                 filters,
@@ -325,7 +342,7 @@ impl SearchEngine {
         let pipeline = cache::pipeline_fingerprint(self.embedder.model(), &self.reranker.name());
         let key = cache::results_key(&pipeline, &query, filters);
         let hit = match self.caches {
-            true => cache::get_results(&self.pool, &key).await?,
+            true => cache::get_results(&self.reads, &key).await?,
             false => None,
         };
         if let Some(mut results) = hit {
@@ -340,12 +357,12 @@ impl SearchEngine {
             crate::metrics::search_cache_hit(times.total);
             return Ok((results, times));
         }
-        let version = cache::catalog_version(&self.pool).await?;
+        let version = cache::catalog_version(&self.reads).await?;
         let normalised = cache::normalise(&query);
         let retrieval = self.retrieve_normalised(&normalised, filters).await?;
         let began = Instant::now();
         let candidates = rerank::candidates(
-            &self.pool,
+            &self.reads,
             self.embedder.model(),
             retrieval.query_vector.as_deref(),
             &retrieval.fused,
@@ -443,7 +460,7 @@ impl SearchEngine {
         limit: usize,
     ) -> Result<Vec<AnimeCard>, SearchError> {
         let nearest = vector::similar(
-            &self.pool,
+            &self.reads,
             self.embedder.model(),
             id,
             exclude_franchise,
@@ -461,7 +478,7 @@ impl SearchEngine {
             "SELECT raw FROM anime WHERE id = $1",
         )
         .bind(id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&self.reads)
         .await?
         .map(|json| json.0) else {
             return Ok(None);
@@ -472,7 +489,7 @@ impl SearchEngine {
              ORDER BY coalesce(m.start_year, m.season_year), m.start_month, m.start_day, m.id",
         )
         .bind(id)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.reads)
         .await?;
         let mut franchise_cards = self.cards(&franchise_ids).await?;
         let franchise = franchise_ids
@@ -525,7 +542,7 @@ impl SearchEngine {
              FROM anime WHERE id = ANY($1)",
         )
         .bind(ids)
-        .fetch_all(&self.pool)
+        .fetch_all(&self.reads)
         .await?;
         Ok(rows
             .into_iter()

@@ -122,9 +122,19 @@ pub async fn spawn_app_with_billing(
     configure: impl FnOnce(&mut server::http::SiteConfig),
     billing: impl FnOnce(&str) -> Option<server::billing::Billing>,
 ) -> TestApp {
+    let engine = demo_engine(&pool).await;
+    spawn_app_on(pool, engine, configure, billing).await
+}
+
+/// [`spawn_app_with_billing`] with a search engine of the test's making.
+pub async fn spawn_app_on(
+    pool: PgPool,
+    engine: SearchEngine,
+    configure: impl FnOnce(&mut server::http::SiteConfig),
+    billing: impl FnOnce(&str) -> Option<server::billing::Billing>,
+) -> TestApp {
     use server::accounts::visitor::{CookieKey, VisitorConfig};
     let site_root = tempfile::tempdir().unwrap();
-    let engine = demo_engine(&pool).await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let key = CookieKey::load(None, site_root.path()).unwrap();
@@ -286,4 +296,21 @@ pub fn client_without_redirects() -> reqwest::Client {
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap()
+}
+
+/// A port nobody listens on now (for throwaway clusters).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Stops and deletes a throwaway cluster even when an assertion fails.
+pub struct DestroyOnDrop(pub server::db::embedded::EmbeddedPostgres);
+impl Drop for DestroyOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.destroy();
+    }
 }
