@@ -10,6 +10,7 @@ pub mod config;
 pub mod db;
 pub mod fakes;
 pub mod files;
+pub mod fuzz_checks;
 pub mod http;
 pub mod metrics;
 pub mod openai;

@@ -159,3 +159,30 @@ async fn shared_reference_catalog_imports_completely_and_idempotently(pool: PgPo
     );
     assert_eq!(row_versions(&pool).await, before);
 }
+
+/// Found by fuzzing the document builder: a NUL (or another control character) in any string
+/// of an AniList entry. PostgreSQL's text and jsonb refuse U+0000, so one such entry failed the
+/// whole import; now it is stored without it, and documents carry no control characters.
+#[sqlx::test(migrations = "../migrations")]
+async fn control_characters_in_an_entry_neither_fail_the_import_nor_reach_documents(pool: PgPool) {
+    let media: Media = serde_json::from_value(serde_json::json!({
+        "id": 9_000_001,
+        "title": { "romaji": "Nul\u{0}Title\u{7}", "english": "Bell\u{7f}" },
+        "synonyms": ["a\u{0}b"],
+        "description": "A quiet\u{0} traveller\u{1b}[31m helps <br>people.\u{7f}",
+        "genres": ["Drama\u{0}"],
+        "tags": [{ "name": "Iyashikei\u{0}", "rank": 90 }],
+    }))
+    .unwrap();
+    catalog::ingest(&pool, &[media], false, MODEL, None)
+        .await
+        .unwrap();
+    let text = document(&pool, 9_000_001).await;
+    assert!(!text.chars().any(char::is_control), "{text:?}");
+    assert!(text.contains("A quiet traveller [31m helps"), "{text:?}");
+    let raw: String = sqlx::query_scalar("SELECT raw::text FROM anime WHERE id = 9000001")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert!(raw.contains("NulTitle"), "{raw}");
+}

@@ -28,6 +28,118 @@ pub enum Handled {
 /// Subscription statuses that give Premium.
 const PREMIUM_STATUSES: [&str; 2] = ["active", "trialing"];
 
+/// A verified event, reduced to what Zenbu acts on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivery {
+    pub id: String,
+    /// The event type, e.g. `customer.subscription.updated`.
+    pub kind: String,
+    /// When Stripe created the event (Unix seconds): orders subscription states.
+    pub created: i64,
+    pub change: Change,
+}
+
+/// What an event says about a customer's subscriptions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// A Checkout Session completed: who paid (our user id, from `client_reference_id`), as
+    /// which customer, for which subscription, and whether it is paid already.
+    CheckoutCompleted {
+        user: Option<i64>,
+        customer: Option<String>,
+        subscription: Option<String>,
+        paid: bool,
+    },
+    /// A subscription's state (updated or deleted).
+    Subscription {
+        id: String,
+        customer: String,
+        status: String,
+        period_end: Option<i64>,
+    },
+    /// An invoice payment failed.
+    PaymentFailed {
+        invoice: Option<String>,
+        customer: Option<String>,
+        subscription: Option<String>,
+    },
+    /// Anything else: recorded, not acted on.
+    Other,
+}
+
+/// Verifies one delivery's signature and reads it. `now` overrides the clock (Unix seconds;
+/// tests only). No database: this is the part hostile bytes reach first (fuzzed).
+pub fn read_delivery(
+    secret: &str,
+    payload: &str,
+    signature: &str,
+    now: Option<i64>,
+) -> Result<Delivery, Rejected> {
+    let event = match now {
+        Some(now) => Webhook::construct_event_with_timestamp(payload, signature, secret, now),
+        None => Webhook::construct_event(payload, signature, secret),
+    };
+    let event = match event {
+        Ok(event) => event,
+        // Parsing comes after verification, so this payload is genuinely from Stripe.
+        Err(WebhookError::BadParse(reason)) => return Err(Rejected::Unparsable(reason)),
+        Err(error) => return Err(Rejected::Signature(error)),
+    };
+    let change = match event.data.object {
+        EventObject::CheckoutSessionCompleted(session) => Change::CheckoutCompleted {
+            user: session
+                .client_reference_id
+                .as_deref()
+                .and_then(|id| id.parse().ok()),
+            customer: session
+                .customer
+                .as_ref()
+                .map(|c| c.id().as_str().to_string()),
+            subscription: session
+                .subscription
+                .as_ref()
+                .map(|s| s.id().as_str().to_string()),
+            // Paid now, or nothing to pay (a trial): the subscription is live. A delayed
+            // payment method leaves it to the subscription events.
+            paid: matches!(
+                session.payment_status.as_str(),
+                "paid" | "no_payment_required"
+            ),
+        },
+        EventObject::CustomerSubscriptionUpdated(subscription)
+        | EventObject::CustomerSubscriptionDeleted(subscription) => Change::Subscription {
+            id: subscription.id.as_str().to_string(),
+            customer: subscription.customer.id().as_str().to_string(),
+            status: subscription.status.as_str().to_string(),
+            period_end: subscription
+                .items
+                .data
+                .iter()
+                .map(|item| item.current_period_end)
+                .max(),
+        },
+        EventObject::InvoicePaymentFailed(invoice) => Change::PaymentFailed {
+            invoice: invoice.id.as_ref().map(|id| id.as_str().to_string()),
+            customer: invoice
+                .customer
+                .as_ref()
+                .map(|c| c.id().as_str().to_string()),
+            subscription: invoice
+                .parent
+                .as_ref()
+                .and_then(|parent| parent.subscription_details.as_ref())
+                .map(|details| details.subscription.id().as_str().to_string()),
+        },
+        _ => Change::Other,
+    };
+    Ok(Delivery {
+        id: event.id.as_str().to_string(),
+        kind: event.type_.as_str().to_string(),
+        created: event.created,
+        change,
+    })
+}
+
 /// Verifies and applies one delivery. `now` overrides the clock (Unix seconds; tests only).
 pub async fn handle(
     pool: &PgPool,
@@ -36,25 +148,24 @@ pub async fn handle(
     signature: &str,
     now: Option<i64>,
 ) -> Result<Result<Handled, Rejected>, sqlx::Error> {
-    let event = match now {
-        Some(now) => Webhook::construct_event_with_timestamp(payload, signature, secret, now),
-        None => Webhook::construct_event(payload, signature, secret),
+    let delivery = match read_delivery(secret, payload, signature, now) {
+        Ok(delivery) => delivery,
+        Err(rejected) => return Ok(Err(rejected)),
     };
-    let event = match event {
-        Ok(event) => event,
-        // Parsing comes after verification, so this payload is genuinely from Stripe.
-        Err(WebhookError::BadParse(reason)) => return Ok(Err(Rejected::Unparsable(reason))),
-        Err(error) => return Ok(Err(Rejected::Signature(error))),
-    };
-    let kind = event.type_.as_str().to_string();
+    let Delivery {
+        id,
+        kind,
+        created,
+        change,
+    } = delivery;
     let mut tx = pool.begin().await?;
     let first_time = sqlx::query(
         "INSERT INTO stripe_events (id, type, created) VALUES ($1, $2, $3)
          ON CONFLICT (id) DO NOTHING",
     )
-    .bind(event.id.as_str())
+    .bind(&id)
     .bind(&kind)
-    .bind(event.created)
+    .bind(created)
     .execute(&mut *tx)
     .await?
     .rows_affected()
@@ -62,88 +173,60 @@ pub async fn handle(
     if !first_time {
         return Ok(Ok(Handled::Replay));
     }
-    let created = event.created;
-    let applied = match event.data.object {
-        EventObject::CheckoutSessionCompleted(session) => {
-            let user: Option<i64> = session
-                .client_reference_id
-                .as_deref()
-                .and_then(|id| id.parse().ok());
-            let customer = session
-                .customer
-                .as_ref()
-                .map(|c| c.id().as_str().to_string());
-            let subscription = session
-                .subscription
-                .as_ref()
-                .map(|s| s.id().as_str().to_string());
-            // Paid now, or nothing to pay (a trial): the subscription is live. A delayed payment
-            // method leaves it to the subscription events.
-            let paid = matches!(
-                session.payment_status.as_str(),
-                "paid" | "no_payment_required"
-            );
-            match (user, customer, subscription) {
-                (Some(user), Some(customer), Some(subscription)) => {
-                    link_customer(&mut tx, user, &customer).await?;
-                    claim_subscription(&mut tx, &subscription, &customer, user, paid, created)
-                        .await?;
-                    refresh_plans(&mut tx, &customer).await?;
-                    true
-                }
-                _ => false,
-            }
+    let applied = match change {
+        Change::CheckoutCompleted {
+            user: Some(user),
+            customer: Some(customer),
+            subscription: Some(subscription),
+            paid,
+        } => {
+            link_customer(&mut tx, user, &customer).await?;
+            claim_subscription(&mut tx, &subscription, &customer, user, paid, created).await?;
+            refresh_plans(&mut tx, &customer).await?;
+            true
         }
-        EventObject::CustomerSubscriptionUpdated(subscription)
-        | EventObject::CustomerSubscriptionDeleted(subscription) => {
-            let period_end = subscription
-                .items
-                .data
-                .iter()
-                .map(|item| item.current_period_end)
-                .max();
+        Change::Subscription {
+            id: subscription,
+            customer,
+            status,
+            period_end,
+        } => {
             record_subscription(
                 &mut tx,
-                subscription.id.as_str(),
-                subscription.customer.id().as_str(),
-                subscription.status.as_str(),
+                &subscription,
+                &customer,
+                &status,
                 period_end,
                 created,
             )
             .await?;
-            refresh_plans(&mut tx, subscription.customer.id().as_str()).await?;
+            refresh_plans(&mut tx, &customer).await?;
             true
         }
-        EventObject::InvoicePaymentFailed(invoice) => {
-            let subscription = invoice
-                .parent
-                .as_ref()
-                .and_then(|parent| parent.subscription_details.as_ref())
-                .map(|details| details.subscription.id().as_str().to_string());
+        Change::PaymentFailed {
+            invoice,
+            customer,
+            subscription,
+        } => {
             sqlx::query(
                 "INSERT INTO payment_failures
                      (event_id, invoice_id, customer_id, subscription_id, failed_at)
                  VALUES ($1, $2, $3, $4, to_timestamp($5))",
             )
-            .bind(event.id.as_str())
-            .bind(invoice.id.as_ref().map(|id| id.as_str().to_string()))
-            .bind(
-                invoice
-                    .customer
-                    .as_ref()
-                    .map(|c| c.id().as_str().to_string()),
-            )
+            .bind(&id)
+            .bind(invoice)
+            .bind(customer)
             .bind(subscription)
             .bind(created)
             .execute(&mut *tx)
             .await?;
             true
         }
-        _ => false,
+        Change::CheckoutCompleted { .. } | Change::Other => false,
     };
     tx.commit().await?;
     Ok(Ok(if applied {
-        tracing::info!(event = %event.id.as_str(), kind, "Stripe event applied");
+        tracing::info!(event = %id, kind, "Stripe event applied");
         Handled::Applied(kind)
     } else {
         Handled::Ignored(kind)

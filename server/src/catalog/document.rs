@@ -39,7 +39,8 @@ pub fn clean_description(raw: &str) -> String {
         Regex::new(r"(?i)\(\s*source\s*:[^)]*\)|\[\s*(?:source\s*:|written by)[^\]]*\]").unwrap()
     });
     let sanitised = SANITISER.clean(raw).to_string().replace("<br>", "\n");
-    let text = html_escape::decode_html_entities(&sanitised);
+    // Control characters (raw, or decoded from entities like `&#7;`) become spaces.
+    let text = without_controls(&html_escape::decode_html_entities(&sanitised));
     let text = NOTES.replace_all(&text, "");
     text.lines()
         .map(|line| line.split_whitespace().collect::<Vec<_>>().join(" "))
@@ -130,7 +131,7 @@ pub fn build_document(media: &Media, premise: Option<&Premise>) -> String {
         parts.push(format!("Themes: {}", themes.join(", ")));
     }
 
-    join_sentences(&parts)
+    without_controls(&join_sentences(&parts))
 }
 
 /// What the lexical index weighs: titles and synonyms (A), genres and themes (B), premise and
@@ -166,8 +167,8 @@ pub fn lexical_fields(media: &Media, premise: Option<&Premise>) -> LexicalFields
     }
     LexicalFields {
         titles: titles(media).join(" | "),
-        topics: topics.join(", "),
-        text: text.join("\n"),
+        topics: without_controls(&topics.join(", ")),
+        text: without_controls(&text.join("\n")),
     }
 }
 
@@ -264,8 +265,23 @@ pub fn unhex(hex: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
+/// Single spaces, trimmed; control characters count as spaces.
 fn collapse_whitespace(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    without_controls(text)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `text` with control characters (other than line breaks) as spaces: catalog strings are
+/// anyone's input, and what reaches PostgreSQL and the embedder should be plain text.
+fn without_controls(text: &str) -> String {
+    if !text.chars().any(|c| c.is_control() && c != '\n') {
+        return text.to_string();
+    }
+    text.chars()
+        .map(|c| if c.is_control() && c != '\n' { ' ' } else { c })
+        .collect()
 }
 
 /// Joins parts as sentences: a part that already ends a sentence (".", "!", "?", "…", possibly

@@ -120,6 +120,24 @@ impl Media {
             .unwrap_or_default()
     }
 
+    /// This entry with U+0000 removed from every string. PostgreSQL's text and jsonb cannot
+    /// hold it, so one such character anywhere used to fail a whole import (found by fuzzing).
+    pub fn without_nul(&self) -> Media {
+        fn scrub(value: &mut serde_json::Value) {
+            match value {
+                serde_json::Value::String(text) if text.contains('\0') => {
+                    *text = text.replace('\0', "")
+                }
+                serde_json::Value::Array(items) => items.iter_mut().for_each(scrub),
+                serde_json::Value::Object(fields) => fields.values_mut().for_each(scrub),
+                _ => {}
+            }
+        }
+        let mut value = serde_json::to_value(self).expect("Media serialises");
+        scrub(&mut value);
+        serde_json::from_value(value).expect("Media with fewer characters still deserialises")
+    }
+
     /// The title the catalog shows first: romaji, else English, else native.
     pub fn main_title(&self) -> Option<&str> {
         [&self.title.romaji, &self.title.english, &self.title.native]

@@ -75,6 +75,7 @@ pub async fn upsert_media(
             .into_iter()
             .collect();
     for media in batch {
+        let media = &media.without_nul();
         if media.is_adult() && !include_adult {
             counts.skipped_adult += 1;
             continue;
