@@ -18,9 +18,45 @@ pub struct Filters {
     pub genres: Vec<String>,
 }
 
+/// AniList formats offered as a filter.
+pub const FORMATS: [&str; 7] = ["TV", "MOVIE", "OVA", "ONA", "SPECIAL", "TV_SHORT", "MUSIC"];
+
+/// AniList's genres.
+pub const GENRES: [&str; 18] = [
+    "Action",
+    "Adventure",
+    "Comedy",
+    "Drama",
+    "Ecchi",
+    "Fantasy",
+    "Horror",
+    "Mahou Shoujo",
+    "Mecha",
+    "Music",
+    "Mystery",
+    "Psychological",
+    "Romance",
+    "Sci-Fi",
+    "Slice of Life",
+    "Sports",
+    "Supernatural",
+    "Thriller",
+];
+
 impl Filters {
     pub fn is_empty(&self) -> bool {
         self == &Self::default()
+    }
+
+    /// The first format or genre that is not one of [`FORMATS`] or [`GENRES`]: filters arrive
+    /// from URLs and server-function calls, and go into SQL as parameters.
+    pub fn unknown_value(&self) -> Option<&str> {
+        let formats = self
+            .formats
+            .iter()
+            .filter(|f| !FORMATS.contains(&f.as_str()));
+        let genres = self.genres.iter().filter(|g| !GENRES.contains(&g.as_str()));
+        formats.chain(genres).next().map(String::as_str)
     }
 }
 

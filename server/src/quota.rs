@@ -321,6 +321,7 @@ pub async fn metered_search(
     filters: &app::search::Filters,
 ) -> Result<app::search::SearchResults, Metered> {
     crate::search::clean_query(query)?;
+    crate::search::check_filters(filters)?;
     let plan = payer.plan;
     let key = crate::search::cache::results_key("quota", query, filters);
     let reservation = reserve_for(engine.pool(), payer, rules, &key, None).await?;
@@ -347,9 +348,10 @@ pub async fn metered_search(
         }
         Err(error) => {
             // With the database gone the refund cannot be written either (and would wait for a
-            // connection): the pending unit lapses by itself.
+            // connection): the pending unit lapses by itself. With a read replica, what went
+            // away is most likely the replica, and the primary takes the refund.
             if let Reservation::Counted { usage_id, .. } = reservation
-                && !error.is_unavailable()
+                && (!error.is_unavailable() || engine.has_replica())
                 && let Err(refund_error) = refund(engine.pool(), usage_id).await
             {
                 tracing::warn!(%refund_error, usage_id, "a failed search's unit was not given back now; it lapses in {IN_FLIGHT}");

@@ -426,7 +426,7 @@ async fn every_response_carries_security_headers_and_a_request_id(pool: PgPool) 
 
 #[sqlx::test(migrations = "../migrations")]
 async fn oversized_bodies_and_hostile_queries_get_clear_answers(pool: PgPool) {
-    let app = common::spawn_app(pool).await;
+    let app = common::spawn_app(pool.clone()).await;
     let client = reqwest::Client::new();
     // A form far beyond any real one: refused before it is read.
     let huge = "x".repeat(100 * 1024);
@@ -464,6 +464,30 @@ async fn oversized_bodies_and_hostile_queries_get_clear_answers(pool: PgPool) {
         .await
         .unwrap();
     assert_eq!(api.status(), 400);
+    // Filters outside the known formats and genres (a NUL once reached PostgreSQL this way and
+    // answered 500): 400, and nothing is counted.
+    for (key, value) in [("genre", "Drama\u{0}"), ("format", "BOGUS"), ("genre", "x")] {
+        let response = client
+            .get(app.url("/api/search"))
+            .query(&[("q", "piratas"), (key, value)])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 400, "{key}={value:?}");
+        let body: serde_json::Value = response.json().await.unwrap();
+        assert!(
+            body["error"]
+                .as_str()
+                .unwrap()
+                .contains("unknown format or genre"),
+            "{body}"
+        );
+    }
+    let counted: i64 = sqlx::query_scalar("SELECT count(*) FROM search_usage")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(counted, 0);
     // Control characters and tsquery operators are plain text to the search.
     for q in ["a\u{0}b\u{7}c", "!(&|<->):* 'x' & y", "\u{202e}evil", "   "] {
         let response = client

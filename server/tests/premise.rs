@@ -133,3 +133,22 @@ async fn the_fake_refuses_temperature_for_reasoning_models_and_a_wrong_key() {
         .unwrap();
     assert_eq!(response.status(), 401);
 }
+
+/// A model's text is input like any other: control characters in it (a NUL would fail the
+/// whole document rebuild in PostgreSQL) are spaces by the time a premise is stored.
+#[sqlx::test(migrations = "../migrations")]
+async fn control_characters_from_the_model_do_not_reach_premises(pool: PgPool) {
+    let fake = FakeOpenAi::start(KEY).await.unwrap();
+    fake.set_behaviour(server::fakes::openai::ChatBehaviour::ControlCharacters);
+    let llm = premiser(&fake, Duration::from_secs(10));
+    let report = catalog::ingest(&pool, &import::demo_catalog(), false, MODEL, Some(&llm))
+        .await
+        .unwrap();
+    assert_eq!(report.documents.premise_fallbacks, 0);
+    let mob = document(&pool, MOB_PSYCHO_III).await;
+    assert!(
+        mob.starts_with("Series premise (Mob Psycho 100): (fake model) "),
+        "{mob:?}"
+    );
+    assert!(!mob.chars().any(char::is_control), "{mob:?}");
+}

@@ -171,7 +171,33 @@ async fn searches_read_the_replica_and_write_the_primary() {
         (MUSHISHI as i64, "Mushishi (renamed)", false)
     );
 
+    // The replica goes away: searches answer 503 and the primary takes the unit back.
     standby_pool.close().await;
+    blocking({
+        let standby = standby.clone();
+        move || standby.stop()
+    })
+    .await;
+    let response = browser.get("/api/search?q=bugs%20that%20heal").await;
+    assert_eq!(response.status(), 503);
+    let refunded: bool = sqlx::query_scalar(
+        "SELECT refunded_at IS NOT NULL FROM search_usage ORDER BY id DESC LIMIT 1",
+    )
+    .fetch_one(&primary_pool)
+    .await
+    .unwrap();
+    assert!(
+        refunded,
+        "the unit of a search the replica could not answer is refunded"
+    );
+    // An app starting while the replica is down still starts (searches 503 until it is back).
+    let lazy = db::open_replica(Some(&standby.url().unwrap()))
+        .await
+        .unwrap()
+        .expect("a replica pool");
+    let error = sqlx::query("SELECT 1").execute(&lazy).await.unwrap_err();
+    assert!(db::is_unavailable(&error), "{error}");
+
     primary_pool.close().await;
     admin.close().await;
 }

@@ -8,7 +8,8 @@ use crate::{
     api::{load_viewer, search},
     i18n::{Lang, use_lang},
     search::{
-        Branch, Filters, MAX_QUERY_CHARS, QuotaInfo, Ranking, Refusal, SearchHit, SearchResults,
+        Branch, FORMATS, Filters, GENRES, MAX_QUERY_CHARS, QuotaInfo, Ranking, Refusal, SearchHit,
+        SearchResults,
     },
 };
 
@@ -27,31 +28,6 @@ fn examples(lang: Lang) -> [&'static str; 3] {
         ],
     }
 }
-
-/// AniList formats offered as a filter.
-const FORMATS: [&str; 7] = ["TV", "MOVIE", "OVA", "ONA", "SPECIAL", "TV_SHORT", "MUSIC"];
-
-/// AniList's genres.
-const GENRES: [&str; 18] = [
-    "Action",
-    "Adventure",
-    "Comedy",
-    "Drama",
-    "Ecchi",
-    "Fantasy",
-    "Horror",
-    "Mahou Shoujo",
-    "Mecha",
-    "Music",
-    "Mystery",
-    "Psychological",
-    "Romance",
-    "Sci-Fi",
-    "Slice of Life",
-    "Sports",
-    "Supernatural",
-    "Thriller",
-];
 
 /// The search as the URL states it: `/?q=…&format=TV&from=2000&to=2010&genre=Drama`, so a
 /// search can be bookmarked and shared. Unknown or malformed values are ignored.

@@ -25,9 +25,18 @@ pub fn token(key: &CookieKey, visitor_id: &str) -> String {
     crate::catalog::document::hex(&mac(key, visitor_id).finalize().into_bytes())
 }
 
-/// Whether `submitted` is this visitor's token (compared in constant time).
+/// Whether `submitted` is this visitor's token (compared in constant time). Only the form
+/// [`token`] writes is accepted: 64 lower-case hex digits (no "+", no capitals; the fuzzer
+/// found that a lenient hex reader let other spellings of the token through).
 pub fn verify(key: &CookieKey, visitor_id: &str, submitted: &str) -> bool {
-    let Some(bytes) = crate::catalog::document::unhex(submitted) else {
+    let canonical = submitted.len() == 64
+        && submitted
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    let Some(bytes) = canonical
+        .then(|| crate::catalog::document::unhex(submitted))
+        .flatten()
+    else {
         return false;
     };
     mac(key, visitor_id).verify_slice(&bytes).is_ok()
@@ -48,6 +57,7 @@ mod tests {
         assert!(!verify(&key, "aaaa", ""));
         assert!(!verify(&key, "aaaa", &token[..63]));
         assert!(!verify(&key, "aaaa", &"é".repeat(32)));
+        assert!(!verify(&key, "aaaa", &token.to_uppercase()));
         let other = CookieKey::load(None, tempfile::tempdir().unwrap().path()).unwrap();
         assert!(!verify(&other, "aaaa", &token));
     }

@@ -266,7 +266,7 @@ pub fn unhex(hex: &str) -> Option<Vec<u8>> {
 }
 
 /// Single spaces, trimmed; control characters count as spaces.
-fn collapse_whitespace(text: &str) -> String {
+pub(crate) fn collapse_whitespace(text: &str) -> String {
     without_controls(text)
         .split_whitespace()
         .collect::<Vec<_>>()

@@ -72,7 +72,9 @@ impl LlmPremiser {
             .await
             .map_err(|_| PremiseError::Timeout(self.timeout))??;
         let text = crate::openai::first_text(response)
-            .map(|text| text.split_whitespace().collect::<Vec<_>>().join(" "))
+            // A model's text is input too: control characters (a NUL would fail the whole
+            // document rebuild in PostgreSQL) count as spaces.
+            .map(|text| super::document::collapse_whitespace(&text))
             .filter(|text| !text.is_empty())
             .ok_or(PremiseError::Empty)?;
         Ok(lead_sentences(&text, PREMISE_MAX_CHARS))

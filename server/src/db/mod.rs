@@ -113,7 +113,18 @@ pub async fn open_replica(url: Option<&str>) -> Result<Option<PgPool>, DbError> 
     let Some(url) = url.filter(|url| !url.trim().is_empty()) else {
         return Ok(None);
     };
-    let pool = connect(url).await?;
+    let pool = match connect(url).await {
+        Ok(pool) => pool,
+        // Unreachable now (an outage, not a wrong URL or password): start anyway, and let
+        // searches answer 503 until it is back, rather than take accounts down with it.
+        Err(DbError::Connect(error)) if is_unavailable(&error) => {
+            tracing::warn!(%error, "the read replica is unreachable: searches fail until it is back");
+            return Ok(Some(
+                pool_options().connect_lazy(url).map_err(DbError::Connect)?,
+            ));
+        }
+        Err(error) => return Err(error),
+    };
     let standby: bool = sqlx::query_scalar("SELECT pg_is_in_recovery()")
         .fetch_one(&pool)
         .await?;
@@ -128,14 +139,18 @@ pub async fn open_replica(url: Option<&str>) -> Result<Option<PgPool>, DbError> 
 /// Opens the pool and checks that pgvector and pg_trgm can be used. A short acquire timeout
 /// makes requests fail fast (503) while the database is down instead of hanging.
 pub async fn connect(url: &str) -> Result<PgPool, DbError> {
-    let pool = PgPoolOptions::new()
-        .max_connections(16)
-        .acquire_timeout(Duration::from_secs(2))
+    let pool = pool_options()
         .connect(url)
         .await
         .map_err(DbError::Connect)?;
     check_extensions(&pool).await?;
     Ok(pool)
+}
+
+fn pool_options() -> PgPoolOptions {
+    PgPoolOptions::new()
+        .max_connections(16)
+        .acquire_timeout(Duration::from_secs(2))
 }
 
 /// Fails with a clear error unless the server offers pgvector >= [`MIN_PGVECTOR`] and pg_trgm;

@@ -33,6 +33,8 @@ pub enum ChatBehaviour {
     WrongIds,
     /// A well-formed completion whose content is not the requested JSON.
     NotJson,
+    /// Free text with control characters in it (a NUL among them).
+    ControlCharacters,
 }
 
 /// How the fake answers embedding requests.
@@ -360,7 +362,10 @@ async fn chat(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: Str
                 (StatusCode::OK, "{\"id\": \"chatcmpl-fake\", \"choices\": [").into_response(),
             );
         }
-        ChatBehaviour::Normal | ChatBehaviour::WrongIds | ChatBehaviour::NotJson => {}
+        ChatBehaviour::Normal
+        | ChatBehaviour::WrongIds
+        | ChatBehaviour::NotJson
+        | ChatBehaviour::ControlCharacters => {}
     }
     let structured = request["response_format"]["type"] == "json_schema";
     if structured && let Err(problem) = check_ranking_schema(&request["response_format"]) {
@@ -403,6 +408,11 @@ async fn chat(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: Str
             }
             _ => json!({ "ids": ranking_for(&request) }).to_string(),
         }
+    } else if behaviour == ChatBehaviour::ControlCharacters {
+        format!(
+            "\u{0}{}\u{7}\u{1b}",
+            answer_for(&request).replace(' ', "\u{0} ")
+        )
     } else {
         answer_for(&request)
     };

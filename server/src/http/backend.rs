@@ -28,6 +28,11 @@ impl From<SearchError> for BackendError {
             SearchError::QueryTooLong(_) => BackendError::Refused(Refusal::QueryTooLong {
                 max: app::search::MAX_QUERY_CHARS,
             }),
+            // Only a hand-made request sends one: the pages offer known values only.
+            SearchError::UnknownFilter(value) => {
+                tracing::warn!(value, "search with an unknown filter refused");
+                BackendError::Failed("unknown format or genre".into())
+            }
             error if error.is_unavailable() => {
                 tracing::warn!(%error, "search: the database is unavailable");
                 BackendError::Unavailable

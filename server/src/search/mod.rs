@@ -50,6 +50,8 @@ pub enum SearchError {
     EmptyQuery,
     #[error("descriptions are limited to {MAX_QUERY_CHARS} characters (this one has {0})")]
     QueryTooLong(usize),
+    #[error("unknown format or genre {0:?}")]
+    UnknownFilter(String),
     #[error(transparent)]
     Database(#[from] sqlx::Error),
     #[error(transparent)]
@@ -140,11 +142,20 @@ pub struct SearchEngine {
     /// Where the pipeline reads: a streaming replica when one is configured, else the primary.
     /// A lagging replica only delays what the caches and a re-ingested catalog show.
     reads: PgPool,
+    replica: bool,
     embedder: Arc<dyn Embedder>,
     reranker: Arc<dyn rerank::Reranker>,
     budgets: Budgets,
     /// Read and write the query-vector and results caches (off: measure the pipeline itself).
     caches: bool,
+}
+
+/// Filters the pipeline accepts: known formats and genres only.
+pub fn check_filters(filters: &Filters) -> Result<(), SearchError> {
+    match filters.unknown_value() {
+        Some(value) => Err(SearchError::UnknownFilter(value.to_string())),
+        None => Ok(()),
+    }
 }
 
 /// The query as the pipeline reads it: control characters removed, spaces collapsed, bounded.
@@ -170,6 +181,7 @@ impl SearchEngine {
     pub fn new(pool: PgPool, embedder: Arc<dyn Embedder>) -> Self {
         Self {
             reads: pool.clone(),
+            replica: false,
             pool,
             embedder,
             reranker: Arc::new(rerank::LocalReranker::default()),
@@ -197,7 +209,14 @@ impl SearchEngine {
     /// Reads of the pipeline go to `replica` from now on; writes stay on the primary.
     pub fn with_read_replica(mut self, replica: PgPool) -> Self {
         self.reads = replica;
+        self.replica = true;
         self
+    }
+
+    /// Whether the pipeline reads from a replica (then an unreachable database during a
+    /// search most likely means the replica, and the primary can still take a refund).
+    pub fn has_replica(&self) -> bool {
+        self.replica
     }
 
     /// The primary, for everything that writes or must read its own writes.
@@ -339,6 +358,7 @@ impl SearchEngine {
     ) -> Result<(SearchResults, StageTimes), SearchError> {
         let started = Instant::now();
         let query = clean_query(raw)?;
+        check_filters(filters)?;
         let pipeline = cache::pipeline_fingerprint(self.embedder.model(), &self.reranker.name());
         let key = cache::results_key(&pipeline, &query, filters);
         let hit = match self.caches {
