@@ -43,8 +43,11 @@ impl ClientNetwork {
                 .get_all("x-forwarded-for")
                 .iter()
                 .next_back()
-                .and_then(|value| value.to_str().ok())
-                .and_then(|value| value.rsplit(',').next())
+                // The last entry alone is read as text: bytes a client put in earlier entries
+                // (non-ASCII ones made the whole header unreadable, and the request count as
+                // the proxy's own network; found by fuzzing) cannot hide it.
+                .and_then(|value| value.as_bytes().rsplit(|&b| b == b',').next())
+                .and_then(|entry| std::str::from_utf8(entry).ok())
                 .and_then(parse_forwarded)
         {
             return Self::of(ip);
@@ -115,6 +118,16 @@ mod tests {
         assert_eq!(
             ClientNetwork::from_request(&HeaderMap::new(), &Extensions::new(), false),
             ClientNetwork::unknown()
+        );
+        // Whatever bytes the client sent before it, the proxy's entry is read.
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            "x-forwarded-for",
+            HeaderValue::from_bytes(b"13.\xa67, 198.51.100.4").unwrap(),
+        );
+        assert_eq!(
+            ClientNetwork::from_request(&headers, &extensions, true).0,
+            "198.51.100.4"
         );
         // A proxy that appends ip:port: still its entry, not the client's.
         for (appended, expected) in [
