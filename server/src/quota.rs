@@ -164,7 +164,7 @@ pub async fn reserve_for(
     } else if used >= plan.limit() {
         Reservation::Refused { usage }
     } else if let Some(network) = payer.network.as_deref().filter(|_| plan == Plan::Anonymous)
-        && !network_admits(&mut *tx, subject, network, rules, &now).await?
+        && !network_admits(&mut tx, subject, network, rules, &now).await?
     {
         Reservation::NetworkCapped {
             usage,

@@ -35,7 +35,7 @@ async fn register(browser: &Browser, pool: &PgPool, email: &str) {
         "{page}"
     );
     let token = link.split("token=").nth(1).unwrap();
-    let created = confirm(&browser, token, PASSWORD).await;
+    let created = confirm(browser, token, PASSWORD).await;
     assert_eq!(location(&created), "/account");
 }
 

@@ -22,6 +22,10 @@ async fn healthz_reports_postgres_and_pgvector_versions(pool: PgPool) {
         body["pgvector"].as_str().unwrap().starts_with("0.8."),
         "{body}"
     );
+    assert!(
+        body.get("replica").is_none(),
+        "no replica configured: {body}"
+    );
 }
 
 #[sqlx::test(migrations = "../migrations")]

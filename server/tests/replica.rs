@@ -126,6 +126,9 @@ async fn searches_read_the_replica_and_write_the_primary() {
     )
     .await;
     let browser = Browser::new(&app);
+    let health: serde_json::Value = browser.get("/healthz").await.json().await.unwrap();
+    assert_eq!(health["replica"]["status"], "ok", "{health}");
+    assert_eq!(health["replica"]["in_recovery"], true, "{health}");
 
     // A first search: answered from the replica, metered and cached on the primary.
     let (id, title, cached) = top_hit(&browser, "Mushishi").await;
@@ -180,6 +183,10 @@ async fn searches_read_the_replica_and_write_the_primary() {
     .await;
     let response = browser.get("/api/search?q=bugs%20that%20heal").await;
     assert_eq!(response.status(), 503);
+    let health = browser.get("/healthz").await;
+    assert_eq!(health.status(), 200, "the primary is fine");
+    let health: serde_json::Value = health.json().await.unwrap();
+    assert_eq!(health["replica"]["status"], "unavailable", "{health}");
     let refunded: bool = sqlx::query_scalar(
         "SELECT refunded_at IS NOT NULL FROM search_usage ORDER BY id DESC LIMIT 1",
     )

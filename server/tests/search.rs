@@ -160,7 +160,8 @@ async fn filters_apply_inside_both_branches(pool: PgPool) {
         !retrieval.vector.is_empty(),
         "the filters leave some movies"
     );
-    let rows: Vec<(i32, Option<String>, Option<i32>, Vec<String>)> = sqlx::query_as(
+    type Row = (i32, Option<String>, Option<i32>, Vec<String>);
+    let rows: Vec<Row> = sqlx::query_as(
         "SELECT id, format, coalesce(season_year, start_year), genres FROM anime WHERE id = ANY($1)",
     )
     .bind(&all)

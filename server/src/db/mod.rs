@@ -136,6 +136,41 @@ pub async fn open_replica(url: Option<&str>) -> Result<Option<PgPool>, DbError> 
     Ok(Some(pool))
 }
 
+/// What `/healthz` says of the read replica.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct ReplicaHealth {
+    /// `ok`, or `unavailable` when it cannot be reached.
+    pub status: String,
+    pub in_recovery: Option<bool>,
+    /// Seconds since the last transaction it replayed was committed on the primary: its lag
+    /// while the primary writes (it grows while the primary is idle, too).
+    pub replay_lag_seconds: Option<f64>,
+}
+
+pub async fn replica_health(replica: &PgPool) -> ReplicaHealth {
+    let row: Result<(bool, Option<f64>), sqlx::Error> = sqlx::query_as(
+        "SELECT pg_is_in_recovery(),
+                extract(epoch FROM now() - pg_last_xact_replay_timestamp())::float8",
+    )
+    .fetch_one(replica)
+    .await;
+    match row {
+        Ok((in_recovery, lag)) => ReplicaHealth {
+            status: "ok".into(),
+            in_recovery: Some(in_recovery),
+            replay_lag_seconds: lag,
+        },
+        Err(error) => {
+            tracing::warn!(%error, "read replica unreachable");
+            ReplicaHealth {
+                status: "unavailable".into(),
+                in_recovery: None,
+                replay_lag_seconds: None,
+            }
+        }
+    }
+}
+
 /// Opens the pool and checks that pgvector and pg_trgm can be used. A short acquire timeout
 /// makes requests fail fast (503) while the database is down instead of hanging.
 pub async fn connect(url: &str) -> Result<PgPool, DbError> {

@@ -199,16 +199,25 @@ struct Health {
     status: &'static str,
     postgres: String,
     pgvector: Option<String>,
+    /// Only with a read replica configured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    replica: Option<crate::db::ReplicaHealth>,
 }
 
-/// Liveness and versions: 200 with the PostgreSQL and pgvector versions, 503 when the database
-/// cannot be reached.
-async fn healthz(State(pool): State<PgPool>) -> Result<Json<Health>, ApiError> {
-    let versions = crate::db::versions(&pool).await?;
+/// Liveness and versions: 200 with the PostgreSQL and pgvector versions, 503 when the primary
+/// cannot be reached. A read replica is reported (reachable, in recovery, replay lag) but does
+/// not fail the check: every app server shares it, and pages and accounts work without it.
+async fn healthz(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
+    let versions = crate::db::versions(&state.pool).await?;
+    let replica = match state.search.has_replica() {
+        true => Some(crate::db::replica_health(state.search.reads()).await),
+        false => None,
+    };
     Ok(Json(Health {
         status: "ok",
         postgres: versions.postgres,
         pgvector: versions.pgvector,
+        replica,
     }))
 }
 

@@ -87,6 +87,9 @@ pub struct Metrics {
     pub recall_at_25: f64,
 }
 
+/// One method's sums: every case, the Spanish ones, the English ones, and per kind of case.
+type MethodSums = (Sums, Sums, Sums, BTreeMap<String, Sums>);
+
 #[derive(Debug, Clone, Default)]
 struct Sums {
     cases: usize,
@@ -226,7 +229,7 @@ pub async fn run(
         .fetch_all(pool)
         .await?;
     let model = engine.embedder().model().to_string();
-    let mut sums: BTreeMap<&str, (Sums, Sums, Sums, BTreeMap<String, Sums>)> = BTreeMap::new();
+    let mut sums: BTreeMap<&str, MethodSums> = BTreeMap::new();
     let mut similar = Sums::default();
     let mut skipped = Vec::new();
     let mut cases = Vec::new();
