@@ -497,6 +497,10 @@ async fn serve(config: Config) -> Result<()> {
             new_visitors_per_network_per_day: config.new_visitors_per_network,
         },
         dev_mailbox: config.dev_mailbox,
+        metrics_token: config
+            .metrics_token
+            .clone()
+            .filter(|token| !token.trim().is_empty()),
         form_targets: stripe
             .as_ref()
             .map(|stripe| stripe.page_origins())

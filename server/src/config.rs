@@ -142,6 +142,16 @@ pub struct Config {
     )]
     pub dev_mailbox: bool,
 
+    /// When set, `/metrics` answers only requests with `Authorization: Bearer <this>` (for a
+    /// Prometheus that scrapes over a network others can reach). Unset: open, as for local runs.
+    #[arg(
+        long,
+        env = "ZENBU_METRICS_TOKEN",
+        hide_env_values = true,
+        global = true
+    )]
+    pub metrics_token: Option<String>,
+
     /// Stripe secret key. Billing is on only when the key, the price and the webhook secret
     /// are all set; otherwise the Premium page says billing is not configured.
     #[arg(long, env = "STRIPE_SECRET_KEY", hide_env_values = true, global = true)]

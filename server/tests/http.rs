@@ -558,3 +558,37 @@ async fn metrics_count_stages_cache_hits_fallbacks_and_refusals(pool: PgPool) {
         assert!(text.contains(expected), "{expected} missing:\n{text}");
     }
 }
+
+#[sqlx::test(migrations = "../migrations")]
+async fn metrics_ask_for_the_token_when_one_is_set(pool: PgPool) {
+    let app = common::spawn_app_with(pool, |site| {
+        site.metrics_token = Some("scrape-me".into());
+    })
+    .await;
+    let client = reqwest::Client::new();
+    let search = client.get(app.url("/api/search?q=mushishi")).send().await;
+    assert_eq!(search.unwrap().status(), 200);
+    for authorization in [None, Some("Bearer wrong"), Some("scrape-me")] {
+        let mut request = client.get(app.url("/metrics"));
+        if let Some(value) = authorization {
+            request = request.header("authorization", value);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 401, "{authorization:?}");
+        assert_eq!(response.headers()["www-authenticate"], "Bearer");
+    }
+    let response = client
+        .get(app.url("/metrics"))
+        .header("authorization", "Bearer scrape-me")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(
+        response
+            .text()
+            .await
+            .unwrap()
+            .contains("zenbu_search_stage_seconds")
+    );
+}

@@ -50,6 +50,8 @@ pub struct SiteConfig {
     pub rules: Rules,
     /// Serve `/dev/mail` (local runs and browser tests only).
     pub dev_mailbox: bool,
+    /// Bearer token `/metrics` requires, if any.
+    pub metrics_token: Option<String>,
     /// Origins besides this site that forms may lead to (Stripe's pages), for the pages'
     /// Content Security Policy.
     pub form_targets: Vec<String>,
@@ -182,16 +184,36 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// `/metrics`: Prometheus' text format (see [`crate::metrics`]). Meant for the monitoring
-/// network: block it at the load balancer in a public deployment.
-async fn metrics() -> impl axum::response::IntoResponse {
+/// `/metrics`: Prometheus' text format (see [`crate::metrics`]). With `ZENBU_METRICS_TOKEN`,
+/// only for `Authorization: Bearer <token>`; without it, block it at the load balancer in a
+/// public deployment.
+async fn metrics(
+    State(site): State<SiteConfig>,
+    headers: axum::http::HeaderMap,
+) -> axum::response::Response {
+    use axum::{http::header, response::IntoResponse};
+    if let Some(token) = &site.metrics_token {
+        let sent = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.strip_prefix("Bearer "))
+            .unwrap_or_default();
+        // Digests compared, so the time taken says nothing about the token's characters.
+        use sha2::{Digest, Sha256};
+        if Sha256::digest(sent.as_bytes()) != Sha256::digest(token.as_bytes()) {
+            return (
+                axum::http::StatusCode::UNAUTHORIZED,
+                [(header::WWW_AUTHENTICATE, "Bearer")],
+                "metrics need a bearer token\n",
+            )
+                .into_response();
+        }
+    }
     (
-        [(
-            axum::http::header::CONTENT_TYPE,
-            "text/plain; version=0.0.4",
-        )],
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         crate::metrics::handle().render(),
     )
+        .into_response()
 }
 
 #[derive(Debug, Serialize)]

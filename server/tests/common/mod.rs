@@ -147,6 +147,7 @@ pub async fn spawn_app_on(
         public_url: format!("http://{addr}"),
         rules: server::quota::Rules::default(),
         dev_mailbox: false,
+        metrics_token: None,
         form_targets: Vec::new(),
     };
     configure(&mut site);
