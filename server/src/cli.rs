@@ -201,10 +201,11 @@ pub async fn run(cli: Cli) -> Result<()> {
         }
         Command::Ingest(args) => ingest(&config, args).await,
         Command::Embed { text, passage } => {
-            use crate::search::e5::{E5Model, Kind};
-            let model = E5Model::from_cache(&config.embedded.cache_dir())?;
+            use crate::search::e5::{self, Kind};
+            let model = e5::load(&config.embedded.cache_dir(), config.e5_kernel)?;
             let kind = if passage { Kind::Passage } else { Kind::Query };
-            println!("{}", serde_json::to_string(&model.embed(&text, kind)?)?);
+            let vector = model.embed(&text, kind, model.max_tokens())?;
+            println!("{}", serde_json::to_string(&vector)?);
             Ok(())
         }
         Command::FakeOpenai { listen, api_key } => {
@@ -249,6 +250,9 @@ pub async fn run(cli: Cli) -> Result<()> {
         }
         Command::Eval(args) => eval(&config, args).await,
         Command::Bench(args) => {
+            if let Some(crate::search::bench::BenchOnly::Embed(embed_args)) = args.only {
+                return crate::search::bench_embed::run(&config, embed_args).await;
+            }
             let pool = db::open(&config).await?;
             db::migrate(&pool).await?;
             crate::search::bench::run(&config, pool, args).await

@@ -44,8 +44,8 @@ pub struct Config {
     #[arg(long, env = "ZENBU_EMBEDDING_MODEL", global = true)]
     pub embedding_model: Option<String>,
 
-    /// Threads one local model inference may use. 1 keeps each query on one core, so
-    /// concurrent searches run side by side (measured: ../shared/notes/cpu-threads.md).
+    /// Threads one inference of the candle baseline may use (`server bench`); the served
+    /// encoder always keeps one text on one core, so concurrent searches run side by side.
     #[arg(
         long,
         env = "ZENBU_INFERENCE_THREADS",
@@ -53,6 +53,11 @@ pub struct Config {
         global = true
     )]
     pub inference_threads: usize,
+
+    /// Kernel of the local embedder: `avx512-bf16`, `avx512`, `avx2` or `plain` (default: the
+    /// widest this CPU runs; a kernel the CPU lacks is refused at start).
+    #[arg(long, env = "ZENBU_E5_KERNEL", value_parser = parse_kernel, global = true)]
+    pub e5_kernel: Option<e5::Kernel>,
 
     /// Documents embedded at once by the local model during ingest (default: one per core).
     #[arg(long, env = "ZENBU_EMBED_WORKERS", global = true)]
@@ -230,6 +235,11 @@ impl Config {
     }
 }
 
+fn parse_kernel(name: &str) -> Result<e5::Kernel, String> {
+    e5::Kernel::from_name(name)
+        .ok_or_else(|| format!("{name:?}: use avx512-bf16, avx512, avx2 or plain"))
+}
+
 /// Where and how the embedded PostgreSQL runs when no `DATABASE_URL` is given.
 #[derive(Debug, Clone, Args)]
 pub struct EmbeddedConfig {
@@ -320,5 +330,17 @@ mod tests {
             "multilingual-e5-small",
         ]);
         assert_eq!(chosen.embedding_model(), "multilingual-e5-small");
+    }
+
+    #[test]
+    fn the_embedder_kernel_is_chosen_by_name() {
+        assert_eq!(config(&[]).e5_kernel, None, "default: detected at load");
+        assert_eq!(
+            config(&["--e5-kernel", "avx2"]).e5_kernel,
+            Some(e5::Kernel::Avx2)
+        );
+        let mut argv = vec!["probe", "--e5-kernel", "sse9"];
+        let error = Probe::try_parse_from(argv.drain(..)).err().unwrap();
+        assert!(error.to_string().contains("use avx512-bf16"), "{error}");
     }
 }

@@ -1,6 +1,6 @@
 //! What must hold for any input that reaches the parsers hostile bytes reach first, one function
 //! per fuzz target. `fuzz/` runs them under libFuzzer (nightly, `scripts/fuzz`);
-//! `tests/fuzz_inputs.rs` replays the saved inputs through them on stable, so CI keeps every
+//! `tests/it/fuzz_inputs.rs` replays the saved inputs through them on stable, so CI keeps every
 //! finding fixed. Each check panics (a libFuzzer crash) when a property fails.
 
 use std::sync::LazyLock;

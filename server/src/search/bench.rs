@@ -1,11 +1,11 @@
 //! `server bench`: latency per search stage over the evaluation queries, "similar to" through
 //! the HNSW index next to an exact scan of the same query, document embedding throughput next
-//! to candle's Q4_0 kernel, and a no-change re-ingest. Each baseline is measured in the same run
+//! to the previous (candle) forward pass, and a no-change re-ingest; `server bench embed`
+//! ([`super::bench_embed`]) measures the embedder alone. Each baseline is measured in the same run
 //! on the same data, so the numbers compare like with like.
 
 use std::{
     path::PathBuf,
-    sync::Arc,
     time::{Duration, Instant},
 };
 
@@ -16,8 +16,8 @@ use sqlx::PgPool;
 
 use super::{
     SearchEngine, StageTimes,
-    e5::{self, E5Model, LayerWeights},
-    embedder::{self, Embedder, LocalEmbedder},
+    e5::{self, Kind, candle::CandleE5},
+    embedder,
     eval::EvalSet,
     vector,
 };
@@ -25,6 +25,8 @@ use crate::{catalog, config::Config};
 
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
+    #[command(subcommand)]
+    pub only: Option<BenchOnly>,
     /// Timed passes over the evaluation queries (after one warm-up pass).
     #[arg(long, default_value_t = 3)]
     pub rounds: usize,
@@ -37,6 +39,13 @@ pub struct BenchArgs {
     /// Write the numbers as JSON here.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum BenchOnly {
+    /// Only the local embedder, against its previous implementation (under a minute, no
+    /// database); ends with one JSON line of the headline numbers.
+    Embed(super::bench_embed::EmbedBenchArgs),
 }
 
 /// p50 and p95 of a set of durations, in milliseconds.
@@ -75,7 +84,7 @@ struct Report {
     /// Share of the exact scan's candidates that the indexes returned (approximate recall).
     similar_index_recall: f64,
     embed_docs_per_second: Option<f64>,
-    embed_docs_per_second_q4_baseline: Option<f64>,
+    embed_docs_per_second_candle_baseline: Option<f64>,
     reingest_seconds: Option<f64>,
 }
 
@@ -212,33 +221,34 @@ pub async fn run(config: &Config, pool: PgPool, args: BenchArgs) -> Result<()> {
     );
     println!("candidate recall of the indexes against the exact scan: {index_recall:.3}");
 
-    // Document embedding throughput, f32 layers against the Q4_0 kernel.
-    let (mut f32_rate, mut q4_rate) = (None, None);
+    // Document embedding throughput, the served encoder against the candle baseline.
+    let (mut served_rate, mut baseline_rate) = (None, None);
     if args.embed_sample > 0 && embedder.model() == e5::MODEL_NAME {
         let texts: Vec<String> =
             sqlx::query_scalar("SELECT body FROM documents ORDER BY md5(anime_id::text) LIMIT $1")
                 .bind(args.embed_sample as i64)
                 .fetch_all(&pool)
                 .await?;
-        let (weights, tokenizer) = e5::ensure_files(&config.embedded.cache_dir())?;
+        let cache = config.embedded.cache_dir();
         let workers = config.embed_workers();
-        let rate = |layers| -> Result<f64> {
-            let model = E5Model::load_with(&weights, &tokenizer, layers)?;
-            let local = LocalEmbedder::new(Arc::new(model), workers);
-            let runtime = tokio::runtime::Handle::current();
+        let served = e5::load(&cache, config.e5_kernel)?;
+        let (weights, tokenizer) = e5::ensure_files(&cache)?;
+        let baseline = CandleE5::load(&weights, &tokenizer)?;
+        let rate = |embed: &(dyn Fn(&str) -> Result<Vec<f32>> + Sync)| -> Result<f64> {
             let began = Instant::now();
-            tokio::task::block_in_place(|| runtime.block_on(local.embed_passages(&texts)))?;
+            tokio::task::block_in_place(|| embedder::in_parallel(&texts, workers, embed))?;
             Ok(texts.len() as f64 / began.elapsed().as_secs_f64())
         };
-        f32_rate = Some(rate(LayerWeights::F32)?);
-        q4_rate = Some(rate(LayerWeights::Q4)?);
+        let cut = embedder::LOCAL_PASSAGE_TOKENS;
+        served_rate = Some(rate(&|text| served.embed(text, Kind::Passage, cut))?);
+        baseline_rate = Some(rate(&|text| baseline.embed(text, Kind::Passage, cut))?);
         println!(
-            "\ndocument embedding ({} documents, {workers} workers, cut at {} tokens): \
-             f32 layers {:.2} docs/s, Q4_0 kernel (baseline) {:.2} docs/s",
+            "\ndocument embedding ({} documents, {workers} workers, cut at {cut} tokens): \
+             served ({} kernel) {:.2} docs/s, candle f32 (baseline) {:.2} docs/s",
             texts.len(),
-            embedder::LOCAL_PASSAGE_TOKENS,
-            f32_rate.unwrap_or_default(),
-            q4_rate.unwrap_or_default()
+            served.kernel(),
+            served_rate.unwrap_or_default(),
+            baseline_rate.unwrap_or_default()
         );
     }
 
@@ -270,8 +280,8 @@ pub async fn run(config: &Config, pool: PgPool, args: BenchArgs) -> Result<()> {
             similar_hnsw,
             similar_exact_scan: similar_exact,
             similar_index_recall: index_recall,
-            embed_docs_per_second: f32_rate,
-            embed_docs_per_second_q4_baseline: q4_rate,
+            embed_docs_per_second: served_rate,
+            embed_docs_per_second_candle_baseline: baseline_rate,
             reingest_seconds: reingest,
         };
         crate::files::write_json(path, &report)?;

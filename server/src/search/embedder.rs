@@ -20,7 +20,7 @@ use async_openai::{
     types::embeddings::{CreateEmbeddingRequestArgs, EmbeddingInput},
 };
 
-use super::e5::{self, E5Model, Kind};
+use super::e5::{self, Encoder, Kind};
 use crate::config::Config;
 
 /// OpenAI's small embedding model and its native dimension.
@@ -67,7 +67,7 @@ pub trait Embedder: Send + Sync {
 pub fn from_config(config: &Config) -> anyhow::Result<Arc<dyn Embedder>> {
     let model = config.embedding_model();
     if model == e5::MODEL_NAME {
-        let e5 = E5Model::from_cache(&config.embedded.cache_dir())?;
+        let e5 = e5::load(&config.embedded.cache_dir(), config.e5_kernel)?;
         return Ok(Arc::new(LocalEmbedder::new(
             Arc::new(e5),
             config.embed_workers(),
@@ -96,7 +96,7 @@ pub fn from_config(config: &Config) -> anyhow::Result<Arc<dyn Embedder>> {
 /// threads: one per query (concurrent searches use the cores side by side), and `workers`
 /// threads splitting a batch of documents.
 pub struct LocalEmbedder {
-    model: Arc<E5Model>,
+    model: Arc<Encoder>,
     workers: usize,
     /// Query inferences running at once (one per core). A caller that gives up (its time budget
     /// ran out) cannot stop an inference already on a thread; the permit stays with the thread
@@ -106,7 +106,7 @@ pub struct LocalEmbedder {
 }
 
 impl LocalEmbedder {
-    pub fn new(model: Arc<E5Model>, workers: usize) -> Self {
+    pub fn new(model: Arc<Encoder>, workers: usize) -> Self {
         let workers = workers.max(1);
         Self {
             model,
@@ -127,7 +127,7 @@ impl Embedder for LocalEmbedder {
     }
 
     fn cache_version(&self) -> String {
-        format!("{}-q4-f32-{LOCAL_PASSAGE_TOKENS}tok", e5::MODEL_NAME)
+        format!("{}-q4-native-{LOCAL_PASSAGE_TOKENS}tok", e5::MODEL_NAME)
     }
 
     async fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
@@ -141,7 +141,7 @@ impl Embedder for LocalEmbedder {
         let text = text.to_string();
         tokio::task::spawn_blocking(move || {
             let _running = permit;
-            model.embed(&text, Kind::Query)
+            model.embed(&text, Kind::Query, model.max_tokens())
         })
         .await
         .map_err(|e| EmbedError::Local(e.to_string()))?
@@ -152,34 +152,39 @@ impl Embedder for LocalEmbedder {
         let model = self.model.clone();
         let texts = texts.to_vec();
         let workers = self.workers.min(texts.len()).max(1);
-        tokio::task::spawn_blocking(move || embed_in_parallel(&model, &texts, workers))
-            .await
-            .map_err(|e| EmbedError::Local(e.to_string()))?
+        tokio::task::spawn_blocking(move || {
+            in_parallel(&texts, workers, |text| {
+                model.embed(text, Kind::Passage, LOCAL_PASSAGE_TOKENS)
+            })
+        })
+        .await
+        .map_err(|e| EmbedError::Local(e.to_string()))?
+        .map_err(|e| EmbedError::Local(format!("{e:#}")))
     }
 }
 
 /// Splits `texts` over `workers` threads, each taking the next text when it is free (documents
-/// differ in length, so fixed shares would leave a thread idle).
-fn embed_in_parallel(
-    model: &E5Model,
+/// differ in length, so fixed shares would leave a thread idle). Stops at the first failure.
+pub fn in_parallel(
     texts: &[String],
     workers: usize,
-) -> Result<Vec<Vec<f32>>, EmbedError> {
+    embed: impl Fn(&str) -> anyhow::Result<Vec<f32>> + Sync,
+) -> anyhow::Result<Vec<Vec<f32>>> {
     let next = AtomicUsize::new(0);
     let out: Mutex<Vec<Option<Vec<f32>>>> = Mutex::new(vec![None; texts.len()]);
-    let failure: Mutex<Option<String>> = Mutex::new(None);
+    let failure: Mutex<Option<anyhow::Error>> = Mutex::new(None);
     std::thread::scope(|scope| {
-        for _ in 0..workers {
+        for _ in 0..workers.clamp(1, texts.len().max(1)) {
             scope.spawn(|| {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     if i >= texts.len() || failure.lock().unwrap().is_some() {
                         break;
                     }
-                    match model.embed_truncated(&texts[i], Kind::Passage, LOCAL_PASSAGE_TOKENS) {
+                    match embed(&texts[i]) {
                         Ok(vector) => out.lock().unwrap()[i] = Some(vector),
                         Err(e) => {
-                            *failure.lock().unwrap() = Some(format!("document {i}: {e:#}"));
+                            *failure.lock().unwrap() = Some(e.context(format!("document {i}")));
                             break;
                         }
                     }
@@ -188,7 +193,7 @@ fn embed_in_parallel(
         }
     });
     if let Some(error) = failure.into_inner().unwrap() {
-        return Err(EmbedError::Local(error));
+        return Err(error);
     }
     Ok(out
         .into_inner()

@@ -10,6 +10,7 @@
 //! ([`vector::similar`]). Every stage is timed under the names `bench` and `eval` print.
 
 pub mod bench;
+pub mod bench_embed;
 pub mod cache;
 pub mod e5;
 pub mod embedder;

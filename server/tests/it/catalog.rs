@@ -1,9 +1,7 @@
 //! Catalog ingestion against the real PostgreSQL: the demo catalog, the shared reference
 //! catalog, idempotent re-imports, franchise premises.
 
-mod common;
-
-use common::{MOB_PSYCHO_III, MODEL, document, shared_catalog};
+use crate::common::{MOB_PSYCHO_III, MODEL, document, shared_catalog};
 
 use server::catalog::{self, Media, import};
 use sqlx::PgPool;

@@ -2,11 +2,11 @@
 //! throwaway primary, a standby made from it with `pg_basebackup -R`, and the app between them.
 //! Pausing the standby's replay shows which server each statement reached.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 
-use common::{Browser, DestroyOnDrop, free_port};
+use crate::common::{Browser, DestroyOnDrop, free_port};
 use server::{config::EmbeddedConfig, db, db::embedded::EmbeddedPostgres};
 use sqlx::PgPool;
 

@@ -1,8 +1,6 @@
 //! The AniList client against the fake AniList (real HTTP on loopback) and the real PostgreSQL.
 
-mod common;
-
-use common::{MODEL, shared_catalog};
+use crate::common::{MODEL, shared_catalog};
 use std::{path::PathBuf, time::Duration};
 
 use server::{

@@ -2,8 +2,6 @@
 //! real local model: both branches, fusion labels, filters, titles with typos, "similar to" and
 //! its query plan, incremental embedding, and the OpenAI embedder against the fake API.
 
-mod common;
-
 use std::{sync::Arc, time::Duration};
 
 use app::search::{Branch, Filters, Ranking};
@@ -22,7 +20,7 @@ use server::{
 };
 use sqlx::PgPool;
 
-use common::{MODEL, demo_engine, local_embedder};
+use crate::common::{MODEL, demo_engine, local_embedder};
 
 const MUSHISHI: i32 = 457;
 const SPIRITED_AWAY: i32 = 199;

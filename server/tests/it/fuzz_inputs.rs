@@ -2,7 +2,7 @@
 //! (`server::fuzz_checks`): the seeds in `fuzz/seeds/<target>/` and every input a fuzzing run
 //! found failing, kept in `fuzz/regressions/<target>/`. `scripts/fuzz` runs the fuzzer itself.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

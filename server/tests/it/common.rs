@@ -1,5 +1,4 @@
 //! Helpers shared by the integration tests.
-#![allow(dead_code)] // each test binary uses its own subset
 
 use std::{
     path::PathBuf,
@@ -10,7 +9,7 @@ use server::{
     catalog::{self, import},
     search::{
         SearchEngine,
-        e5::E5Model,
+        e5::{self, Encoder},
         embedder::{Embedder, LocalEmbedder},
         vectors::{VectorCache, embed_missing},
     },
@@ -53,11 +52,11 @@ pub fn cache_dir() -> PathBuf {
         .unwrap_or_else(server::config::default_cache_dir)
 }
 
-/// The local model, loaded once per test binary.
-pub fn model() -> Arc<E5Model> {
-    static MODEL: OnceLock<Arc<E5Model>> = OnceLock::new();
+/// The local model on this CPU's widest kernel, loaded once per test binary.
+pub fn model() -> Arc<Encoder> {
+    static MODEL: OnceLock<Arc<Encoder>> = OnceLock::new();
     MODEL
-        .get_or_init(|| Arc::new(E5Model::from_cache(&cache_dir()).unwrap()))
+        .get_or_init(|| Arc::new(e5::load(&cache_dir(), None).unwrap()))
         .clone()
 }
 
@@ -94,7 +93,6 @@ pub async fn demo_engine(pool: &PgPool) -> SearchEngine {
 /// A running app on an ephemeral port (the demo catalog behind it), for HTTP tests.
 pub struct TestApp {
     pub addr: std::net::SocketAddr,
-    pub key: server::accounts::visitor::CookieKey,
 }
 
 impl TestApp {
@@ -140,7 +138,7 @@ pub async fn spawn_app_on(
     let key = CookieKey::load(None, site_root.path()).unwrap();
     let mut site = server::http::SiteConfig {
         visitors: VisitorConfig {
-            key: key.clone(),
+            key,
             secure: false,
             behind_proxy: false,
         },
@@ -160,7 +158,7 @@ pub async fn spawn_app_on(
             .into_make_service_with_connect_info::<std::net::SocketAddr>();
         axum::serve(listener, app).await.unwrap();
     });
-    TestApp { addr, key }
+    TestApp { addr }
 }
 
 /// A browser's part in a conversation with the app: keeps cookies, does not follow redirects,

@@ -2,11 +2,11 @@
 //! emailed link, log-in and log-out with session rotation, no account enumeration, throttling,
 //! CSRF, and searches charged to the signed-in user.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 
-use common::{Browser, TestApp, location};
+use crate::common::{Browser, TestApp, location};
 use server::accounts::{SESSION_COOKIE, mail};
 use sqlx::PgPool;
 

@@ -1,9 +1,7 @@
 //! The embedded PostgreSQL lifecycle on a throwaway cluster: initialise, start, reuse, stop.
 //! As root (CI) this also proves the switch to the unprivileged database user.
 
-mod common;
-
-use common::{DestroyOnDrop, free_port};
+use crate::common::{DestroyOnDrop, free_port};
 use server::{
     config::EmbeddedConfig,
     db::embedded::{EmbeddedPostgres, Status},

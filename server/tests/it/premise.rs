@@ -1,8 +1,6 @@
 //! LLM-written franchise premises through async-openai against the fake OpenAI server.
 
-mod common;
-
-use common::{MOB_PSYCHO_III, MODEL, document};
+use crate::common::{MOB_PSYCHO_III, MODEL, document};
 use std::time::Duration;
 
 use server::{

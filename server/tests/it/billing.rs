@@ -2,9 +2,9 @@
 //! PostgreSQL: Checkout Sessions, signed webhooks (bad signatures, replays, out-of-order
 //! delivery), cancellation, failed payments, and the billing portal.
 
-mod common;
+use crate::common;
 
-use common::{Browser, TestApp, location};
+use crate::common::{Browser, TestApp, location};
 use server::{
     billing::{Billing, BillingConfig, webhook},
     fakes::stripe::{ApiBehaviour, FakeStripe, FakeStripeConfig, events, sign},

