@@ -275,7 +275,7 @@ pub(crate) fn collapse_whitespace(text: &str) -> String {
 
 /// `text` with control characters (other than line breaks) as spaces: catalog strings are
 /// anyone's input, and what reaches PostgreSQL and the embedder should be plain text.
-fn without_controls(text: &str) -> String {
+pub(crate) fn without_controls(text: &str) -> String {
     if !text.chars().any(|c| c.is_control() && c != '\n') {
         return text.to_string();
     }

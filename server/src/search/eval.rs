@@ -62,7 +62,53 @@ pub struct Case {
 
 impl EvalSet {
     pub fn bundled() -> Result<Self> {
-        serde_json::from_str(CASES).context("reading the bundled evaluation set")
+        Self::parse(CASES).context("reading the bundled evaluation set")
+    }
+
+    /// A case file: the bundled JSON shape (`{"cases": [...]}`) or JSON lines, one case each.
+    pub fn from_file(path: &std::path::Path) -> Result<Self> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        Self::parse(&text).with_context(|| format!("reading the cases in {}", path.display()))
+    }
+
+    fn parse(text: &str) -> Result<Self> {
+        // One JSON document with a `cases` array, or else one case per line.
+        let set = if let Ok(set) = serde_json::from_str::<EvalSet>(text) {
+            set
+        } else {
+            let cases = text
+                .lines()
+                .enumerate()
+                .filter(|(_, line)| !line.trim().is_empty())
+                .map(|(i, line)| {
+                    serde_json::from_str(line).with_context(|| format!("line {}", i + 1))
+                })
+                .collect::<Result<Vec<Case>>>()?;
+            EvalSet { cases }
+        };
+        set.check()?;
+        Ok(set)
+    }
+
+    /// Every case asks something (a query or a source) and names an answer, and ids are unique.
+    fn check(&self) -> Result<()> {
+        let mut ids = std::collections::BTreeSet::new();
+        for case in &self.cases {
+            anyhow::ensure!(ids.insert(&case.id), "case id {:?} appears twice", case.id);
+            anyhow::ensure!(
+                case.query.is_some() != case.source.is_some(),
+                "case {} needs exactly one of query and source",
+                case.id
+            );
+            anyhow::ensure!(
+                !case.expected.is_empty(),
+                "case {} expects nothing",
+                case.id
+            );
+        }
+        anyhow::ensure!(!self.cases.is_empty(), "no cases");
+        Ok(())
     }
 
     /// Every anime id the set refers to (expected answers and similar-to sources).
@@ -84,6 +130,8 @@ pub struct Metrics {
     pub cases: usize,
     pub hit_at_5: f64,
     pub mrr: f64,
+    #[serde(default)]
+    pub recall_at_20: f64,
     pub recall_at_25: f64,
 }
 
@@ -95,6 +143,7 @@ struct Sums {
     cases: usize,
     hits: f64,
     reciprocal: f64,
+    recall_20: f64,
     recall: f64,
 }
 
@@ -106,11 +155,15 @@ impl Sums {
             self.hits += 1.0;
         }
         self.reciprocal += first.map_or(0.0, |rank| 1.0 / (rank + 1) as f64);
-        let found = expected
-            .iter()
-            .filter(|id| ranking.iter().take(25).any(|r| r == *id))
-            .count();
-        self.recall += found as f64 / expected.len().max(1) as f64;
+        let found = |depth: usize| {
+            let found = expected
+                .iter()
+                .filter(|id| ranking.iter().take(depth).any(|r| r == *id))
+                .count();
+            found as f64 / expected.len().max(1) as f64
+        };
+        self.recall_20 += found(20);
+        self.recall += found(25);
     }
 
     fn metrics(&self) -> Metrics {
@@ -119,6 +172,7 @@ impl Sums {
             cases: self.cases,
             hit_at_5: self.hits / n,
             mrr: self.reciprocal / n,
+            recall_at_20: self.recall_20 / n,
             recall_at_25: self.recall / n,
         }
     }
@@ -392,6 +446,38 @@ pub async fn run(
     })
 }
 
+/// Minimum scores per method (`similar` for the similar-to cases), as in
+/// `server/data/eval_floors_ci.json`.
+pub type Floors = BTreeMap<String, Metrics>;
+
+/// Every score of `report` below its floor, described (empty: all met). recall@20 is checked
+/// only where a floor sets it.
+pub fn below_floors(report: &Report, floors: &Floors) -> Vec<String> {
+    let mut failures = Vec::new();
+    for (method, floor) in floors {
+        let got = if method == "similar" {
+            Some(report.similar)
+        } else {
+            report.method(method).map(|m| m.all)
+        };
+        let Some(got) = got else {
+            failures.push(format!("{method}: not measured"));
+            continue;
+        };
+        for (name, value, min) in [
+            ("hit@5", got.hit_at_5, floor.hit_at_5),
+            ("MRR", got.mrr, floor.mrr),
+            ("recall@20", got.recall_at_20, floor.recall_at_20),
+            ("recall@25", got.recall_at_25, floor.recall_at_25),
+        ] {
+            if value + 1e-9 < min {
+                failures.push(format!("{method} {name} {value:.3} < floor {min:.3}"));
+            }
+        }
+    }
+    failures
+}
+
 /// 1-based rank of the first expected anime in `ranking`.
 fn rank_of_first(ranking: &[i32], expected: &[i32]) -> Option<usize> {
     ranking
@@ -471,16 +557,17 @@ impl std::fmt::Display for Report {
         )?;
         writeln!(
             f,
-            "| method | hit@5 | MRR | recall@25 | Spanish hit@5 | Spanish MRR | English hit@5 |"
+            "| method | hit@5 | MRR | recall@20 | recall@25 | Spanish hit@5 | Spanish MRR | English hit@5 |"
         )?;
-        writeln!(f, "|---|---|---|---|---|---|---|")?;
+        writeln!(f, "|---|---|---|---|---|---|---|---|")?;
         for m in &self.methods {
             writeln!(
                 f,
-                "| {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
+                "| {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
                 m.method,
                 m.all.hit_at_5,
                 m.all.mrr,
+                m.all.recall_at_20,
                 m.all.recall_at_25,
                 m.spanish.hit_at_5,
                 m.spanish.mrr,
@@ -489,8 +576,11 @@ impl std::fmt::Display for Report {
         }
         writeln!(
             f,
-            "| similar-to (franchise excluded) | {:.2} | {:.2} | {:.2} | | | |",
-            self.similar.hit_at_5, self.similar.mrr, self.similar.recall_at_25
+            "| similar-to (franchise excluded) | {:.2} | {:.2} | {:.2} | {:.2} | | | |",
+            self.similar.hit_at_5,
+            self.similar.mrr,
+            self.similar.recall_at_20,
+            self.similar.recall_at_25
         )?;
         let c = &self.confident;
         writeln!(
@@ -552,6 +642,83 @@ mod tests {
         assert!((m.hit_at_5 - 1.0 / 3.0).abs() < 1e-12);
         assert!((m.mrr - (0.5 + 1.0 / 6.0) / 3.0).abs() < 1e-12);
         assert!((m.recall_at_25 - 2.0 / 3.0).abs() < 1e-12);
+        let mut deep = Sums::default();
+        let ranking: Vec<i32> = (1..=30).collect();
+        deep.add(&ranking, &[3, 22]); // one in the top 20, both in the top 25
+        assert_eq!(deep.metrics().recall_at_20, 0.5);
+        assert_eq!(deep.metrics().recall_at_25, 1.0);
+    }
+
+    #[test]
+    fn case_files_are_read_as_json_lines_or_the_bundled_shape() {
+        let lines = r#"{"id": "a", "kind": "description", "lang": "es", "query": "robots", "expected": [1]}
+
+{"id": "b", "kind": "similar", "lang": "-", "source": 5, "expected": [2, 3]}
+"#;
+        let set = EvalSet::parse(lines).unwrap();
+        assert_eq!(set.cases.len(), 2);
+        assert_eq!(set.cases[1].source, Some(5));
+        let bundled = EvalSet::parse(
+            r#"{"cases": [{"id": "a", "kind": "k", "lang": "en", "query": "q", "expected": [1]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(bundled.cases[0].query.as_deref(), Some("q"));
+
+        let error = EvalSet::parse("{\"id\": \"a\", \"kind\": \"k\", \"lang\": \"en\", \"query\": \"q\", \"expected\": []}").unwrap_err();
+        assert!(
+            format!("{error:#}").contains("expects nothing"),
+            "{error:#}"
+        );
+        let twice = format!(
+            "{0}\n{0}",
+            r#"{"id": "a", "kind": "k", "lang": "en", "query": "q", "expected": [1]}"#
+        );
+        assert!(format!("{:#}", EvalSet::parse(&twice).unwrap_err()).contains("twice"));
+        let broken = format!(
+            "{}\n{{\"id\": ",
+            r#"{"id": "a", "kind": "k", "lang": "en", "query": "q", "expected": [1]}"#
+        );
+        assert!(format!("{:#}", EvalSet::parse(&broken).unwrap_err()).contains("line 2"));
+    }
+
+    #[test]
+    fn floors_name_every_score_below_them() {
+        let metrics = |hit: f64| Metrics {
+            cases: 10,
+            hit_at_5: hit,
+            mrr: 0.5,
+            recall_at_20: 0.9,
+            recall_at_25: 0.9,
+        };
+        let report = Report {
+            embedding_model: "m".into(),
+            catalog_size: 1,
+            text_cases: 10,
+            skipped: vec![],
+            methods: vec![MethodReport {
+                method: "served".into(),
+                all: metrics(0.8),
+                spanish: metrics(0.8),
+                english: metrics(0.8),
+                by_kind: BTreeMap::new(),
+            }],
+            similar: metrics(0.4),
+            fit: None,
+            confident: ConfidentReport::default(),
+            cases: vec![],
+        };
+        let floors: Floors = [
+            ("served".to_string(), metrics(0.8)),
+            ("similar".to_string(), metrics(0.5)),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(
+            below_floors(&report, &floors),
+            vec!["similar hit@5 0.400 < floor 0.500"]
+        );
+        let missing: Floors = [("rrf".to_string(), metrics(0.1))].into_iter().collect();
+        assert_eq!(below_floors(&report, &missing), vec!["rrf: not measured"]);
     }
 
     #[test]
