@@ -110,6 +110,9 @@ pub struct IngestArgs {
     /// franchises, plus a stable sample of other franchises (CI's evaluation catalog).
     #[arg(long, value_name = "N", requires = "from")]
     pub subset: Option<usize>,
+    /// With --subset: also keep every anime these case files name (repeatable; see `eval`).
+    #[arg(long, value_name = "FILE", requires = "subset")]
+    pub subset_cases: Vec<std::path::PathBuf>,
     /// AniList endpoint (a fake one in tests).
     #[arg(long, env = "ANILIST_URL", default_value = catalog::anilist::DEFAULT_ENDPOINT)]
     pub anilist_url: String,
@@ -327,7 +330,10 @@ async fn ingest(config: &Config, args: IngestArgs) -> Result<()> {
         None => catalog::import::demo_catalog(),
     };
     if let Some(target) = args.subset {
-        let keep = crate::search::eval::EvalSet::bundled()?.ids();
+        let mut keep = crate::search::eval::EvalSet::bundled()?.ids();
+        for path in &args.subset_cases {
+            keep.extend(crate::search::eval::EvalSet::from_file(path)?.ids());
+        }
         media = catalog::franchise::subset(&media, &keep, target);
         println!("subset: {} anime", media.len());
     }

@@ -326,11 +326,14 @@ pub async fn rebuild_documents(
         let hash = document::content_hash(model, &body);
         let lexical = document::lexical_fields(media, premise);
         let themes = document::theme_vector(media);
-        // One hash over everything indexed beside the body: lexical fields and theme vector.
+        let passages = super::passages::passages(media, premise);
+        // One hash over everything indexed beside the body: lexical fields, theme vector and
+        // passages.
         let lexical_hash = document::hex(&Sha256::digest(format!(
-            "{}\n{}",
+            "{}\n{}\n{}",
             lexical.hash(),
-            themes.as_deref().unwrap_or_default()
+            themes.as_deref().unwrap_or_default(),
+            passages.join("\n")
         )));
         if existing.get(&media.id).is_some_and(|(stored, m, lex)| {
             *stored == hash && m == model && lex.as_deref() == Some(lexical_hash.as_str())
@@ -340,16 +343,16 @@ pub async fn rebuild_documents(
         }
         sqlx::query(
             "INSERT INTO documents (anime_id, body, model, content_hash, lexical, lexical_hash,
-                                    themes)
+                                    themes, passages)
              VALUES ($1, $2, $3, $4,
                  setweight(to_tsvector('english', $5), 'A')
                  || setweight(to_tsvector('english', $6), 'B')
                  || setweight(to_tsvector('english', $7), 'C'),
-                 $8, $9::sparsevec)
+                 $8, $9::sparsevec, $10)
              ON CONFLICT (anime_id) DO UPDATE SET body = EXCLUDED.body, model = EXCLUDED.model,
                  content_hash = EXCLUDED.content_hash, lexical = EXCLUDED.lexical,
                  lexical_hash = EXCLUDED.lexical_hash, themes = EXCLUDED.themes,
-                 built_at = now()",
+                 passages = EXCLUDED.passages, built_at = now()",
         )
         .bind(media.id)
         .bind(&body)
@@ -360,6 +363,7 @@ pub async fn rebuild_documents(
         .bind(&lexical.text)
         .bind(&lexical_hash)
         .bind(&themes)
+        .bind(&passages)
         .execute(&mut *tx)
         .await?;
         sqlx::query("DELETE FROM anime_titles WHERE anime_id = $1")

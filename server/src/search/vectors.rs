@@ -31,18 +31,25 @@ pub struct EmbedReport {
     pub elapsed: Duration,
     /// Documents the model embedded per second (cache hits left out).
     pub docs_per_second: f64,
+    /// Passages (see `catalog::passages`) that had no vector for their current text, and how
+    /// many the model embedded.
+    pub passages_missing: usize,
+    pub passages_embedded: usize,
 }
 
 impl std::fmt::Display for EmbedReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "vectors ({}): {} missing, {} from the disk cache, {} embedded at {:.2} docs/s, {:.1} s",
+            "vectors ({}): {} missing, {} from the disk cache, {} embedded at {:.2} docs/s; \
+             passages: {} missing, {} embedded; {:.1} s",
             self.model,
             self.missing,
             self.from_cache,
             self.embedded,
             self.docs_per_second,
+            self.passages_missing,
+            self.passages_embedded,
             self.elapsed.as_secs_f64()
         )
     }
@@ -148,6 +155,10 @@ pub async fn embed_missing(
         progress.inc(batch.len() as u64);
     }
     progress.finish_and_clear();
+    let (passages_missing, passages_embedded) =
+        embed_missing_passages(pool, embedder, cache.as_deref_mut(), show_progress).await?;
+    report.passages_missing = passages_missing;
+    report.passages_embedded = passages_embedded;
     if let Some(cache) = cache {
         cache.flush()?;
     }
@@ -158,6 +169,107 @@ pub async fn embed_missing(
         0.0
     };
     Ok(report)
+}
+
+/// Embeds every passage of the embedder's documents whose (position, content hash) has no
+/// vector yet, and drops the vectors of passages a document no longer has. Passages share the
+/// documents' disk cache: its keys are content hashes of model and text. Returns (missing,
+/// embedded).
+async fn embed_missing_passages(
+    pool: &PgPool,
+    embedder: &dyn Embedder,
+    mut cache: Option<&mut VectorCache>,
+    show_progress: bool,
+) -> Result<(usize, usize)> {
+    let model = embedder.model().to_string();
+    sqlx::query(
+        "DELETE FROM passage_embeddings p USING documents d
+         WHERE p.anime_id = d.anime_id AND p.model = $1
+           AND (d.model <> $1 OR p.passage > cardinality(d.passages))",
+    )
+    .bind(&model)
+    .execute(pool)
+    .await?;
+    let stored: HashMap<(i32, i32), String> = sqlx::query_as::<_, (i32, i32, String)>(
+        "SELECT anime_id, passage, content_hash FROM passage_embeddings WHERE model = $1",
+    )
+    .bind(&model)
+    .fetch_all(pool)
+    .await?
+    .into_iter()
+    .map(|(id, passage, hash)| ((id, passage), hash))
+    .collect();
+    let passages: Vec<(i32, i32, String)> = sqlx::query_as(
+        "SELECT d.anime_id, p.passage::int, p.body FROM documents d,
+             unnest(d.passages) WITH ORDINALITY AS p(body, passage)
+         WHERE d.model = $1 ORDER BY length(p.body), d.anime_id, p.passage",
+    )
+    .bind(&model)
+    .fetch_all(pool)
+    .await?;
+    let missing: Vec<(i32, i32, String, String)> = passages
+        .into_iter()
+        .filter_map(|(id, passage, body)| {
+            let hash = crate::catalog::document::content_hash(&model, &body);
+            (stored.get(&(id, passage)) != Some(&hash)).then_some((id, passage, body, hash))
+        })
+        .collect();
+    let progress = if show_progress && !missing.is_empty() {
+        let bar = ProgressBar::new(missing.len() as u64);
+        bar.set_style(
+            ProgressStyle::with_template("passages {bar:30} {pos}/{len}, {per_sec}, eta {eta}")
+                .expect("a valid template"),
+        );
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    let mut embedded = 0;
+    for batch in missing.chunks(BATCH * 4) {
+        let mut vectors: Vec<Option<Vec<f32>>> = batch
+            .iter()
+            .map(|(_, _, _, hash)| cache.as_ref().and_then(|c| c.get(hash)))
+            .collect();
+        let todo: Vec<usize> = (0..batch.len()).filter(|&i| vectors[i].is_none()).collect();
+        if !todo.is_empty() {
+            let texts: Vec<String> = todo.iter().map(|&i| batch[i].2.clone()).collect();
+            let fresh = embedder.embed_passages(&texts).await?;
+            anyhow::ensure!(fresh.len() == todo.len(), "embedder returned a wrong count");
+            for (&i, vector) in todo.iter().zip(fresh) {
+                anyhow::ensure!(
+                    vector.len() == embedder.dimension(),
+                    "embedder returned {} dimensions, expected {}",
+                    vector.len(),
+                    embedder.dimension()
+                );
+                if let Some(cache) = cache.as_deref_mut() {
+                    cache.put(&batch[i].3, &vector)?;
+                }
+                vectors[i] = Some(vector);
+            }
+            embedded += todo.len();
+        }
+        let mut tx = pool.begin().await?;
+        for ((anime_id, passage, _, hash), vector) in batch.iter().zip(&vectors) {
+            sqlx::query(
+                "INSERT INTO passage_embeddings (anime_id, model, passage, content_hash, embedding)
+                 VALUES ($1, $2, $3, $4, $5::vector)
+                 ON CONFLICT (anime_id, model, passage) DO UPDATE
+                     SET content_hash = EXCLUDED.content_hash, embedding = EXCLUDED.embedding",
+            )
+            .bind(anime_id)
+            .bind(&model)
+            .bind(passage)
+            .bind(hash)
+            .bind(literal(vector.as_ref().expect("filled above")))
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        progress.inc(batch.len() as u64);
+    }
+    progress.finish_and_clear();
+    Ok((missing.len(), embedded))
 }
 
 /// Vectors on disk, one append-only file per model version:

@@ -15,7 +15,7 @@ use server::{
         lexical::LexicalHit,
         rerank::LlmReranker,
         vector,
-        vectors::embed_missing,
+        vectors::{embed_missing, literal},
     },
 };
 use sqlx::PgPool;
@@ -317,6 +317,18 @@ async fn only_documents_without_a_vector_for_their_text_are_embedded(pool: PgPoo
         .await
         .unwrap();
     assert_eq!((again.missing, again.embedded), (0, 0));
+    assert_eq!((again.passages_missing, again.passages_embedded), (0, 0));
+    let passages = || {
+        sqlx::query_as::<_, (i64, i64)>(
+            "SELECT (SELECT sum(cardinality(passages)) FROM documents),
+                    (SELECT count(*) FROM passage_embeddings WHERE model = $1)",
+        )
+        .bind(MODEL)
+        .fetch_one(&pool)
+    };
+    let (cut, embedded) = passages().await.unwrap();
+    assert!(cut > 257, "{cut} passages for 257 documents");
+    assert_eq!(embedded, cut, "every passage has its vector");
 
     // A changed synopsis gives one document a new hash: exactly that one is embedded again.
     sqlx::query(
@@ -346,6 +358,28 @@ async fn only_documents_without_a_vector_for_their_text_are_embedded(pool: PgPoo
         (changed.missing, changed.embedded, changed.from_cache),
         (changed_documents, changed_documents, 0)
     );
+    // Only changed passages were embedded again (a sequel's own synopsis passages kept theirs),
+    // and a shorter document lost the vectors of the passages it no longer has.
+    let changed_ids: Vec<i32> = after
+        .iter()
+        .filter(|row| !before.contains(row))
+        .map(|row| row.0)
+        .collect();
+    let their_passages: i64 = sqlx::query_scalar(
+        "SELECT sum(cardinality(passages)) FROM documents WHERE anime_id = ANY($1)",
+    )
+    .bind(&changed_ids)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert!(changed.passages_embedded >= 1);
+    assert!(
+        changed.passages_embedded as i64 <= their_passages,
+        "{} passages re-embedded; the changed documents have {their_passages}",
+        changed.passages_embedded
+    );
+    let (cut, embedded) = passages().await.unwrap();
+    assert_eq!(embedded, cut);
     assert_eq!(engine.embedder().embed_query("x").await.unwrap().len(), 384);
     let hashes_match: bool = sqlx::query_scalar(
         "SELECT e.content_hash = d.content_hash FROM embeddings e
@@ -364,6 +398,38 @@ async fn only_documents_without_a_vector_for_their_text_are_embedded(pool: PgPoo
     assert_eq!(count, 257, "one vector per anime and model");
 }
 
+/// A sentence from the middle of a synopsis, asked for on its own: the passage walk finds its
+/// anime first, and so does the vector branch that serves.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_sentence_deep_in_a_synopsis_is_found_through_its_passage(pool: PgPool) {
+    let engine = demo_engine(&pool).await;
+    let (id, passage): (i32, String) = sqlx::query_as(
+        "SELECT anime_id, passages[2] FROM documents WHERE cardinality(passages) >= 3
+         ORDER BY cardinality(passages) DESC, anime_id LIMIT 1",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    let sentence = passage.split_once(": ").unwrap().1;
+    let query = engine.embedder().embed_query(sentence).await.unwrap();
+    let nearest: Vec<(i32, f64)> = sqlx::query_as(&vector::passage_search_sql(MODEL).unwrap())
+        .bind(literal(&query))
+        .bind(20i64)
+        .bind(Vec::<String>::new())
+        .bind(None::<i32>)
+        .bind(None::<i32>)
+        .bind(Vec::<String>::new())
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    let closest = nearest.iter().min_by(|a, b| a.1.total_cmp(&b.1)).unwrap();
+    assert_eq!(closest.0, id, "passage {sentence:?}: {nearest:?}");
+    let served = vector::search(&pool, MODEL, &query, &Filters::default(), 5)
+        .await
+        .unwrap();
+    assert_eq!(ids(&served).first(), Some(&id), "{served:?}");
+}
+
 #[sqlx::test(migrations = "../migrations")]
 async fn openai_vectors_are_stored_beside_local_ones_without_mixing(pool: PgPool) {
     demo_engine(&pool).await;
@@ -374,7 +440,13 @@ async fn openai_vectors_are_stored_beside_local_ones_without_mixing(pool: PgPool
         .unwrap();
     let report = embed_missing(&pool, &openai, None, false).await.unwrap();
     assert_eq!((report.missing, report.embedded), (257, 257));
-    assert_eq!(fake.embedded_inputs(), 257);
+    // Each document's passages too, once each.
+    let passages: i64 = sqlx::query_scalar("SELECT sum(cardinality(passages)) FROM documents")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(report.passages_embedded as i64, passages);
+    assert_eq!(fake.embedded_inputs() as i64, 257 + passages);
     let dimensions: Vec<(String, i32)> = sqlx::query_as(
         "SELECT model, vector_dims(embedding) FROM embeddings GROUP BY 1, 2 ORDER BY 1",
     )
