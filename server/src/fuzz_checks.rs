@@ -41,6 +41,7 @@ pub fn query(data: &[u8]) {
             assert!((1..=crate::search::MAX_QUERY_CHARS).contains(&length));
             assert_eq!(clean_query(&cleaned).ok().as_deref(), Some(&*cleaned));
             let normalised = cache::normalise(&cleaned);
+            assert!(normalised.chars().count() <= crate::search::MAX_QUERY_CHARS);
             assert!(
                 is_tidy(&normalised),
                 "untidy normalised query {normalised:?}"

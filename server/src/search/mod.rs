@@ -172,8 +172,11 @@ pub fn clean_query(raw: &str) -> Result<String, SearchError> {
     if length == 0 {
         return Err(SearchError::EmptyQuery);
     }
-    if length > MAX_QUERY_CHARS {
-        return Err(SearchError::QueryTooLong(length));
+    // The stages read the normalised text, and NFKC can turn one character into eighteen
+    // (U+FDFA): the limit holds for the longer of the two, so it bounds what is processed.
+    let processed = length.max(cache::normalise(&cleaned).chars().count());
+    if processed > MAX_QUERY_CHARS {
+        return Err(SearchError::QueryTooLong(processed));
     }
     Ok(cleaned)
 }
@@ -626,6 +629,13 @@ mod tests {
             Err(SearchError::QueryTooLong(n)) if n == MAX_QUERY_CHARS + 1
         ));
         assert!(clean_query(&"ñ".repeat(MAX_QUERY_CHARS)).is_ok());
+        // 1,000 characters that NFKC expands eighteenfold are refused for what they become.
+        let expanding = "\u{FDFA}".repeat(1_000);
+        assert!(expanding.chars().count() <= MAX_QUERY_CHARS);
+        assert!(matches!(
+            clean_query(&expanding),
+            Err(SearchError::QueryTooLong(n)) if n > 10 * MAX_QUERY_CHARS
+        ));
     }
 
     #[test]
