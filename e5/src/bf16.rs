@@ -100,6 +100,8 @@ pub unsafe fn matmul(
 #[cfg(target_arch = "x86_64")]
 use x86::tile as bf16_tile;
 
+// As in `kernels`: the row index picks the accumulator and the row of A.
+#[allow(clippy::needless_range_loop)]
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;

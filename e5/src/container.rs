@@ -160,7 +160,7 @@ impl Container {
         let entry = self.find(name)?;
         ensure!(
             entry.quantized
-                && cols % Q4_BLOCK == 0
+                && cols.is_multiple_of(Q4_BLOCK)
                 && entry.elements == rows * cols
                 && entry.length == rows * cols / Q4_BLOCK * Q4_BLOCK_BYTES,
             "{name} is not a Q4_0 {rows}x{cols} matrix"

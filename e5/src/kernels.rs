@@ -270,6 +270,9 @@ unsafe fn plain_tile<const R: usize>(
 #[cfg(target_arch = "x86_64")]
 pub use x86::{Avx2, Avx512};
 
+// Register tiles read clearest with the row index spelled out: it picks the accumulator and
+// the row of A at once.
+#[allow(clippy::needless_range_loop)]
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;

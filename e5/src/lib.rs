@@ -103,7 +103,7 @@ impl Encoder {
         let file = Container::read(weights)?;
         let dims = file.dimensions;
         ensure!(
-            dims.hidden == DIMENSION && dims.heads > 0 && dims.hidden % dims.heads == 0,
+            dims.hidden == DIMENSION && dims.heads > 0 && dims.hidden.is_multiple_of(dims.heads),
             "unexpected model shape {dims:?}"
         );
         let (h, f) = (dims.hidden, dims.ffn);

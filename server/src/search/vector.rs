@@ -103,15 +103,20 @@ pub async fn search(
     let literal = literal(vector);
     let mut tx = pool.begin().await?;
     sqlx::query(INDEX_SETTINGS).execute(&mut *tx).await?;
-    let mut walk = async |sql: String, take: usize| {
+    let mut walks = Vec::with_capacity(2);
+    for (sql, take) in [
+        (search_sql(model)?, limit),
+        (passage_search_sql(model)?, PASSAGE_POOL),
+    ] {
         let query = sqlx::query_as::<_, (i32, f64)>(&sql)
             .bind(&literal)
             .bind(take as i64);
-        filters::bind(query, filters).fetch_all(&mut *tx).await
-    };
-    let documents = walk(search_sql(model)?, limit).await?;
-    let passages = walk(passage_search_sql(model)?, PASSAGE_POOL).await?;
-    drop(walk);
+        walks.push(filters::bind(query, filters).fetch_all(&mut *tx).await?);
+    }
+    let (passages, documents) = (
+        walks.pop().unwrap_or_default(),
+        walks.pop().unwrap_or_default(),
+    );
     tx.commit().await?;
 
     let mut document: HashMap<i32, f64> = documents.into_iter().collect();

@@ -289,10 +289,9 @@ pub async fn insert_user(pool: &PgPool, email: &str, password: &str) -> i64 {
         .unwrap()
 }
 
-/// An HTTP client that shows redirects instead of following them.
-/// A client that does not follow redirects. Requests give up after a minute: a request that
-/// never gets an answer is a failing test with a message, not a CI run that hangs (the
-/// log-in throttling test hung once, on a fresh machine; see the session 4 notes).
+/// An HTTP client that shows redirects instead of following them. Requests give up after a
+/// minute: a request that never gets an answer is a failing test with a message, not a CI run
+/// that hangs.
 pub fn client_without_redirects() -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
