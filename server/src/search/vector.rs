@@ -48,38 +48,34 @@ fn index_terms(model: &str) -> Result<(&'static str, usize), VectorError> {
         .ok_or_else(|| VectorError::UnknownModel(model.to_string()))
 }
 
-/// The SQL of [`search`]: `$1` the query vector, `$2` the limit, then the filters. The iterative
-/// scan may return rows slightly out of order, so the materialised set is sorted again.
-pub fn search_sql(model: &str) -> Result<String, VectorError> {
+/// The SQL of an HNSW walk over `table` (`embeddings` or `passage_embeddings`): `$1` the query
+/// vector, `$2` the rows to take, then the filters; each anime once with its nearest row's
+/// distance, nearest first. The iterative scan may return rows slightly out of order, so the
+/// materialised set is sorted again.
+fn walk_sql(model: &str, table: &str) -> Result<String, VectorError> {
     let (name, dimension) = index_terms(model)?;
     Ok(format!(
         "WITH nearest AS MATERIALIZED (
              SELECT e.anime_id, e.embedding::vector({dimension}) <=> $1::vector({dimension}) AS distance
-             FROM embeddings e JOIN anime a ON a.id = e.anime_id
+             FROM {table} e JOIN anime a ON a.id = e.anime_id
              WHERE e.model = '{name}' {filters}
              ORDER BY e.embedding::vector({dimension}) <=> $1::vector({dimension})
              LIMIT $2
          )
-         SELECT anime_id, distance FROM nearest ORDER BY distance, anime_id",
+         SELECT anime_id, min(distance) AS distance FROM nearest GROUP BY anime_id
+         ORDER BY distance, anime_id",
         filters = filters::sql(3)
     ))
 }
 
-/// The SQL of the passage walk: `$1` the query vector, `$2` the passages to take, then the
-/// filters; each anime once, with its nearest passage's distance.
+/// The document walk of [`search`] (one row per anime).
+pub fn search_sql(model: &str) -> Result<String, VectorError> {
+    walk_sql(model, "embeddings")
+}
+
+/// The passage walk of [`search`] (several passages may belong to one anime).
 pub fn passage_search_sql(model: &str) -> Result<String, VectorError> {
-    let (name, dimension) = index_terms(model)?;
-    Ok(format!(
-        "WITH nearest AS MATERIALIZED (
-             SELECT p.anime_id, p.embedding::vector({dimension}) <=> $1::vector({dimension}) AS distance
-             FROM passage_embeddings p JOIN anime a ON a.id = p.anime_id
-             WHERE p.model = '{name}' {filters}
-             ORDER BY p.embedding::vector({dimension}) <=> $1::vector({dimension})
-             LIMIT $2
-         )
-         SELECT anime_id, min(distance) FROM nearest GROUP BY anime_id",
-        filters = filters::sql(3)
-    ))
+    walk_sql(model, "passage_embeddings")
 }
 
 /// Passages the passage walk takes (several may belong to one anime): pgvector's `ef_search`

@@ -109,35 +109,20 @@ pub async fn embed_missing(
     };
     let mut embedding_time = Duration::ZERO;
     for batch in missing.chunks(BATCH) {
-        let mut vectors: Vec<Option<Vec<f32>>> = batch
+        let items: Vec<(&str, &str)> = batch
             .iter()
-            .map(|(_, _, hash)| cache.as_ref().and_then(|c| c.get(hash)))
+            .map(|(_, text, hash)| (text.as_str(), hash.as_str()))
             .collect();
-        let todo: Vec<usize> = (0..batch.len()).filter(|&i| vectors[i].is_none()).collect();
-        report.from_cache += batch.len() - todo.len();
-        if !todo.is_empty() {
-            let texts: Vec<String> = todo.iter().map(|&i| batch[i].1.clone()).collect();
-            let began = Instant::now();
-            let fresh = embedder.embed_passages(&texts).await?;
+        let began = Instant::now();
+        let (vectors, embedded) =
+            cached_or_embedded(embedder, cache.as_deref_mut(), &items).await?;
+        if embedded > 0 {
             embedding_time += began.elapsed();
-            anyhow::ensure!(fresh.len() == todo.len(), "embedder returned a wrong count");
-            for (&i, vector) in todo.iter().zip(fresh) {
-                anyhow::ensure!(
-                    vector.len() == embedder.dimension(),
-                    "embedder returned {} dimensions, expected {}",
-                    vector.len(),
-                    embedder.dimension()
-                );
-                if let Some(cache) = cache.as_deref_mut() {
-                    cache.put(&batch[i].2, &vector)?;
-                }
-                vectors[i] = Some(vector);
-            }
-            report.embedded += todo.len();
         }
+        report.from_cache += batch.len() - embedded;
+        report.embedded += embedded;
         let mut tx = pool.begin().await?;
         for ((anime_id, _, hash), vector) in batch.iter().zip(&vectors) {
-            let vector = vector.as_ref().expect("filled above");
             sqlx::query(
                 "INSERT INTO embeddings (anime_id, model, content_hash, embedding)
                  VALUES ($1, $2, $3, $4::vector)
@@ -169,6 +154,42 @@ pub async fn embed_missing(
         0.0
     };
     Ok(report)
+}
+
+/// The vectors of `items` (text, content hash): from the disk cache where it has them, else
+/// embedded in one call (and added to the cache), in order; also how many were embedded.
+async fn cached_or_embedded(
+    embedder: &dyn Embedder,
+    mut cache: Option<&mut VectorCache>,
+    items: &[(&str, &str)],
+) -> Result<(Vec<Vec<f32>>, usize)> {
+    let mut vectors: Vec<Option<Vec<f32>>> = items
+        .iter()
+        .map(|(_, hash)| cache.as_ref().and_then(|c| c.get(hash)))
+        .collect();
+    let todo: Vec<usize> = (0..items.len()).filter(|&i| vectors[i].is_none()).collect();
+    if !todo.is_empty() {
+        let texts: Vec<String> = todo.iter().map(|&i| items[i].0.to_string()).collect();
+        let fresh = embedder.embed_passages(&texts).await?;
+        anyhow::ensure!(fresh.len() == todo.len(), "embedder returned a wrong count");
+        for (&i, vector) in todo.iter().zip(fresh) {
+            anyhow::ensure!(
+                vector.len() == embedder.dimension(),
+                "embedder returned {} dimensions, expected {}",
+                vector.len(),
+                embedder.dimension()
+            );
+            if let Some(cache) = cache.as_deref_mut() {
+                cache.put(items[i].1, &vector)?;
+            }
+            vectors[i] = Some(vector);
+        }
+    }
+    let vectors = vectors
+        .into_iter()
+        .map(|v| v.expect("filled above"))
+        .collect();
+    Ok((vectors, todo.len()))
 }
 
 /// Embeds every passage of the embedder's documents whose (position, content hash) has no
@@ -226,29 +247,12 @@ async fn embed_missing_passages(
     };
     let mut embedded = 0;
     for batch in missing.chunks(BATCH * 4) {
-        let mut vectors: Vec<Option<Vec<f32>>> = batch
+        let items: Vec<(&str, &str)> = batch
             .iter()
-            .map(|(_, _, _, hash)| cache.as_ref().and_then(|c| c.get(hash)))
+            .map(|(_, _, text, hash)| (text.as_str(), hash.as_str()))
             .collect();
-        let todo: Vec<usize> = (0..batch.len()).filter(|&i| vectors[i].is_none()).collect();
-        if !todo.is_empty() {
-            let texts: Vec<String> = todo.iter().map(|&i| batch[i].2.clone()).collect();
-            let fresh = embedder.embed_passages(&texts).await?;
-            anyhow::ensure!(fresh.len() == todo.len(), "embedder returned a wrong count");
-            for (&i, vector) in todo.iter().zip(fresh) {
-                anyhow::ensure!(
-                    vector.len() == embedder.dimension(),
-                    "embedder returned {} dimensions, expected {}",
-                    vector.len(),
-                    embedder.dimension()
-                );
-                if let Some(cache) = cache.as_deref_mut() {
-                    cache.put(&batch[i].3, &vector)?;
-                }
-                vectors[i] = Some(vector);
-            }
-            embedded += todo.len();
-        }
+        let (vectors, fresh) = cached_or_embedded(embedder, cache.as_deref_mut(), &items).await?;
+        embedded += fresh;
         let mut tx = pool.begin().await?;
         for ((anime_id, passage, _, hash), vector) in batch.iter().zip(&vectors) {
             sqlx::query(
@@ -261,7 +265,7 @@ async fn embed_missing_passages(
             .bind(&model)
             .bind(passage)
             .bind(hash)
-            .bind(literal(vector.as_ref().expect("filled above")))
+            .bind(literal(vector))
             .execute(&mut *tx)
             .await?;
         }
