@@ -98,6 +98,9 @@ pub struct SearchHit {
     pub matched_title: Option<String>,
     #[serde(default)]
     pub matched_words: Vec<String>,
+    /// The passage of its synopsis nearest the query (vector branch), in the catalog's words.
+    #[serde(default)]
+    pub matched_passage: Option<String>,
 }
 
 /// How the final order was made.

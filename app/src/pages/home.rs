@@ -295,11 +295,15 @@ fn Hit(hit: SearchHit) -> impl IntoView {
         )),
         (None, true) => None,
     };
+    let passage = hit
+        .matched_passage
+        .map(|passage| format!("{} \u{201c}{passage}\u{201d}", t.matched_passage));
     view! {
         <li class="hit" data-branch=branch>
             <Card card=hit.anime />
             <span class=format!("badge badge-{branch}") title=t.branch_hint>{label}</span>
             {why.map(|why| view! { <p class="why">{why}</p> })}
+            {passage.map(|passage| view! { <p class="why why-passage">{passage}</p> })}
         </li>
     }
 }

@@ -430,6 +430,23 @@ impl SearchEngine {
         };
         let ids: Vec<i32> = top.iter().map(|f| f.anime_id).collect();
         let cards = self.cards(&ids).await?;
+        let found_by_meaning: Vec<i32> = top
+            .iter()
+            .filter(|f| f.vector_rank.is_some())
+            .map(|f| f.anime_id)
+            .collect();
+        let mut passages = match &retrieval.query_vector {
+            Some(query_vector) if !found_by_meaning.is_empty() => {
+                vector::nearest_passages(
+                    &self.reads,
+                    self.embedder.model(),
+                    query_vector,
+                    &found_by_meaning,
+                )
+                .await?
+            }
+            _ => HashMap::new(),
+        };
         let lexical: HashMap<i32, &lexical::LexicalHit> =
             retrieval.lexical.iter().map(|h| (h.anime_id, h)).collect();
         let hits = top
@@ -444,6 +461,7 @@ impl SearchEngine {
                     vector_rank: f.vector_rank,
                     matched_title: matched.and_then(|h| h.matched_title.clone()),
                     matched_words: matched.map(|h| h.matched_words.clone()).unwrap_or_default(),
+                    matched_passage: passages.remove(&f.anime_id),
                 })
             })
             .collect();

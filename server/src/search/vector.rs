@@ -163,6 +163,40 @@ pub async fn passage_distances(
     .await?)
 }
 
+/// For each of `ids`, the text of its passage nearest `vector`, without the title that leads
+/// it (the page shows it as the reason a result matched).
+pub async fn nearest_passages(
+    pool: &PgPool,
+    model: &str,
+    vector: &[f32],
+    ids: &[i32],
+) -> Result<HashMap<i32, String>, VectorError> {
+    let (name, dimension) = index_terms(model)?;
+    let rows: Vec<(i32, Option<String>, Option<String>)> = sqlx::query_as(&format!(
+        "SELECT DISTINCT ON (p.anime_id) p.anime_id, d.passages[p.passage],
+                coalesce(nullif(trim(a.title_romaji), ''), nullif(trim(a.title_english), ''),
+                         nullif(trim(a.title_native), ''))
+         FROM passage_embeddings p
+         JOIN documents d ON d.anime_id = p.anime_id
+         JOIN anime a ON a.id = p.anime_id
+         WHERE p.model = '{name}' AND p.anime_id = ANY($2)
+         ORDER BY p.anime_id, p.embedding::vector({dimension}) <=> $1::vector({dimension})"
+    ))
+    .bind(literal(vector))
+    .bind(ids)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(id, passage, title)| {
+            let passage = passage?;
+            let lead = format!("{}: ", title.unwrap_or_default().trim());
+            let text = passage.strip_prefix(&lead).unwrap_or(&passage);
+            Some((id, text.to_string()))
+        })
+        .collect())
+}
+
 /// Orders candidates by document cosine + best passage cosine (an anime without passages counts
 /// its document twice), ties by id; returns (id, document distance).
 pub fn rank_by_evidence(evidence: Vec<(i32, f64, Option<f64>)>, limit: usize) -> Vec<(i32, f64)> {

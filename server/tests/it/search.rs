@@ -403,14 +403,16 @@ async fn only_documents_without_a_vector_for_their_text_are_embedded(pool: PgPoo
 #[sqlx::test(migrations = "../migrations")]
 async fn a_sentence_deep_in_a_synopsis_is_found_through_its_passage(pool: PgPool) {
     let engine = demo_engine(&pool).await;
-    let (id, passage): (i32, String) = sqlx::query_as(
-        "SELECT anime_id, passages[2] FROM documents WHERE cardinality(passages) >= 3
-         ORDER BY cardinality(passages) DESC, anime_id LIMIT 1",
+    let (id, passage, title): (i32, String, String) = sqlx::query_as(
+        "SELECT d.anime_id, d.passages[2], coalesce(a.title_romaji, a.title_english)
+         FROM documents d JOIN anime a ON a.id = d.anime_id WHERE cardinality(d.passages) >= 3
+         ORDER BY cardinality(d.passages) DESC, d.anime_id LIMIT 1",
     )
     .fetch_one(&pool)
     .await
     .unwrap();
-    let sentence = passage.split_once(": ").unwrap().1;
+    // Passages lead with the title (which may itself hold ": ").
+    let sentence = passage.strip_prefix(&format!("{title}: ")).unwrap();
     let query = engine.embedder().embed_query(sentence).await.unwrap();
     let nearest: Vec<(i32, f64)> = sqlx::query_as(&vector::passage_search_sql(MODEL).unwrap())
         .bind(literal(&query))
@@ -428,6 +430,18 @@ async fn a_sentence_deep_in_a_synopsis_is_found_through_its_passage(pool: PgPool
         .await
         .unwrap();
     assert_eq!(ids(&served).first(), Some(&id), "{served:?}");
+
+    // The page gives that passage, without its title, as the reason the anime matched.
+    let page = engine.search(sentence, &Filters::default()).await.unwrap();
+    let hit = page.hits.iter().find(|h| h.anime.id == id).unwrap();
+    assert_eq!(hit.matched_passage.as_deref(), Some(sentence));
+    assert!(
+        page.hits
+            .iter()
+            .filter(|h| h.vector_rank.is_none())
+            .all(|h| h.matched_passage.is_none()),
+        "only results found by meaning carry a passage"
+    );
 }
 
 #[sqlx::test(migrations = "../migrations")]
