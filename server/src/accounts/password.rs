@@ -5,7 +5,7 @@
 //! Hashing is deliberately expensive, so it runs on the blocking pool, at most one per core at a
 //! time (a burst of log-ins must not take all memory: 19 MiB each), and passwords are bounded.
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use argon2::{
     Argon2, PasswordHash, PasswordHasher, PasswordVerifier,
@@ -38,12 +38,12 @@ pub fn check(password: &str) -> Result<(), PasswordError> {
     }
 }
 
-static HASHING: LazyLock<Semaphore> = LazyLock::new(|| {
-    Semaphore::new(
+static HASHING: LazyLock<Arc<Semaphore>> = LazyLock::new(|| {
+    Arc::new(Semaphore::new(
         std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1),
-    )
+    ))
 });
 
 /// A hash of a password nobody has, verified when an email is unknown so that a log-in for an
@@ -70,14 +70,22 @@ fn verify_now(password: &str, phc: &str) -> bool {
         .is_ok()
 }
 
+/// Runs `work` on the blocking pool, at most one per core. The permit goes with the work onto
+/// its thread and is returned the moment the hash is done: held by the awaiting task instead,
+/// it would stay taken for as long as that task is not polled again (a caller that gave up, a
+/// runtime whose thread is busy), and log-ins elsewhere would wait for it.
 async fn on_blocking_pool<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
-    let _permit = HASHING
-        .acquire()
+    let permit = HASHING
+        .clone()
+        .acquire_owned()
         .await
         .expect("the semaphore is never closed");
-    tokio::task::spawn_blocking(work)
-        .await
-        .expect("password hashing does not panic")
+    tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        work()
+    })
+    .await
+    .expect("password hashing does not panic")
 }
 
 /// The PHC string of `password` (argon2id, random salt).
