@@ -19,7 +19,7 @@ pub mod tokenize;
 
 use std::path::Path;
 
-use anyhow::{Result, bail, ensure};
+use anyhow::{Context, Result, bail, ensure};
 
 use bf16::PackedBf16;
 use container::{Container, Dimensions, dequantize, dequantize_row};
@@ -149,7 +149,11 @@ impl Encoder {
             tokenizer: E5Tokenizer::load(tokenizer, max_tokens)?,
             word_rows: file.q4("emb.word", dims.vocab, h)?.to_vec(),
             positions: vector("emb.pos", dims.max_positions * h)?,
-            token_type: vector("emb.type", file.elements("emb.type")?)?[..h].to_vec(),
+            // Only token type 0 is ever used.
+            token_type: vector("emb.type", file.elements("emb.type")?)?
+                .get(..h)
+                .context("emb.type is shorter than one row")?
+                .to_vec(),
             embedding_norm: norm("emb.ln")?,
             layers,
             dims,
