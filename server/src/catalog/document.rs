@@ -49,6 +49,16 @@ pub fn clean_description(raw: &str) -> String {
         .join("\n")
 }
 
+/// The anime's genres as AniList names them, blanks left out.
+pub fn genre_names(media: &Media) -> Vec<&str> {
+    media
+        .genres
+        .iter()
+        .map(|g| g.trim())
+        .filter(|g| !g.is_empty())
+        .collect()
+}
+
 /// Tags that describe the anime without spoiling it, strongest first.
 pub fn theme_tags(tags: &[Tag]) -> Vec<&str> {
     let mut themes: Vec<&Tag> = tags
@@ -116,12 +126,7 @@ pub fn build_document(media: &Media, premise: Option<&Premise>) -> String {
         parts.push(collapse_whitespace(&clean_description(description)));
     }
 
-    let genres: Vec<&str> = media
-        .genres
-        .iter()
-        .map(|g| g.trim())
-        .filter(|g| !g.is_empty())
-        .collect();
+    let genres = genre_names(media);
     if !genres.is_empty() {
         parts.push(genres.join(", "));
     }

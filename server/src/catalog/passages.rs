@@ -9,7 +9,7 @@
 use unicode_segmentation::UnicodeSegmentation;
 
 use super::{
-    document::{Premise, clean_description, collapse_whitespace, theme_tags},
+    document::{Premise, clean_description, collapse_whitespace, genre_names, theme_tags},
     media::Media,
 };
 
@@ -32,12 +32,7 @@ pub fn passages(media: &Media, premise: Option<&Premise>) -> Vec<String> {
         .into_iter()
         .map(|window| lead(title, &window))
         .collect();
-    let genres: Vec<&str> = media
-        .genres
-        .iter()
-        .map(|g| g.trim())
-        .filter(|g| !g.is_empty())
-        .collect();
+    let genres = genre_names(media);
     let themes = theme_tags(&media.tags);
     if !genres.is_empty() || !themes.is_empty() {
         let mut parts = Vec::new();

@@ -93,11 +93,7 @@ pub async fn run(config: &Config, pool: PgPool, args: BenchArgs) -> Result<()> {
     let cached_engine = SearchEngine::new(pool.clone(), embedder.clone());
     let engine = cached_engine.clone().without_caches();
     let set = EvalSet::bundled()?;
-    let queries: Vec<&str> = set
-        .cases
-        .iter()
-        .filter_map(|c| c.query.as_deref())
-        .collect();
+    let queries = set.queries();
     let catalog_size: i64 = sqlx::query_scalar("SELECT count(*) FROM anime")
         .fetch_one(&pool)
         .await?;

@@ -93,11 +93,7 @@ fn run_blocking(config: &Config, args: &EmbedBenchArgs) -> Result<()> {
     };
 
     let set = EvalSet::bundled()?;
-    let queries: Vec<&str> = set
-        .cases
-        .iter()
-        .filter_map(|c| c.query.as_deref())
-        .collect();
+    let queries = set.queries();
     let documents = sample_documents(&args.catalog, args.documents.max(args.baseline_documents))?;
     println!(
         "{build} build; served kernel {}; {} queries x {} rounds (+1 warm-up) on one thread; \

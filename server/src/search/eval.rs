@@ -111,6 +111,14 @@ impl EvalSet {
         Ok(())
     }
 
+    /// The text cases' queries, in order.
+    pub fn queries(&self) -> Vec<&str> {
+        self.cases
+            .iter()
+            .filter_map(|c| c.query.as_deref())
+            .collect()
+    }
+
     /// Every anime id the set refers to (expected answers and similar-to sources).
     pub fn ids(&self) -> Vec<i32> {
         let mut ids: Vec<i32> = self

@@ -151,10 +151,22 @@ pub async fn passage_distances(
     vector: &[f32],
     ids: &[i32],
 ) -> Result<Vec<(i32, f64)>, VectorError> {
+    nearest_row_distances(pool, model, vector, ids, "passage_embeddings").await
+}
+
+/// For each of `ids`, the smallest cosine distance from `vector` to its rows of `table`
+/// (`embeddings` has one per anime and model, `passage_embeddings` several).
+async fn nearest_row_distances(
+    pool: &PgPool,
+    model: &str,
+    vector: &[f32],
+    ids: &[i32],
+    table: &str,
+) -> Result<Vec<(i32, f64)>, VectorError> {
     let (name, dimension) = index_terms(model)?;
     Ok(sqlx::query_as::<_, (i32, f64)>(&format!(
         "SELECT anime_id, min(embedding::vector({dimension}) <=> $1::vector({dimension}))
-         FROM passage_embeddings WHERE model = '{name}' AND anime_id = ANY($2)
+         FROM {table} WHERE model = '{name}' AND anime_id = ANY($2)
          GROUP BY anime_id"
     ))
     .bind(literal(vector))
@@ -345,15 +357,7 @@ pub async fn distances(
     vector: &[f32],
     ids: &[i32],
 ) -> Result<Vec<(i32, f64)>, VectorError> {
-    let (name, dimension) = index_terms(model)?;
-    Ok(sqlx::query_as::<_, (i32, f64)>(&format!(
-        "SELECT anime_id, embedding::vector({dimension}) <=> $1::vector({dimension})
-         FROM embeddings WHERE model = '{name}' AND anime_id = ANY($2)"
-    ))
-    .bind(literal(vector))
-    .bind(ids)
-    .fetch_all(pool)
-    .await?)
+    nearest_row_distances(pool, model, vector, ids, "embeddings").await
 }
 
 #[cfg(test)]

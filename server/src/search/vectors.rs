@@ -95,18 +95,11 @@ pub async fn embed_missing(
         missing: missing.len(),
         ..Default::default()
     };
-    let progress = if show_progress && !missing.is_empty() {
-        let bar = ProgressBar::new(missing.len() as u64);
-        bar.set_style(
-            ProgressStyle::with_template(
-                "embedding {bar:30} {pos}/{len} documents, {per_sec}, eta {eta}",
-            )
-            .expect("a valid template"),
-        );
-        bar
-    } else {
-        ProgressBar::hidden()
-    };
+    let progress = progress_bar(
+        show_progress,
+        missing.len(),
+        "embedding {bar:30} {pos}/{len} documents, {per_sec}, eta {eta}",
+    );
     let mut embedding_time = Duration::ZERO;
     for batch in missing.chunks(BATCH) {
         let items: Vec<(&str, &str)> = batch
@@ -154,6 +147,17 @@ pub async fn embed_missing(
         0.0
     };
     Ok(report)
+}
+
+/// A progress bar of `len` steps drawn with `template`, or a hidden one when nothing is to be
+/// shown.
+fn progress_bar(show: bool, len: usize, template: &str) -> ProgressBar {
+    if !show || len == 0 {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(len as u64);
+    bar.set_style(ProgressStyle::with_template(template).expect("a valid template"));
+    bar
 }
 
 /// The vectors of `items` (text, content hash): from the disk cache where it has them, else
@@ -235,16 +239,11 @@ async fn embed_missing_passages(
             (stored.get(&(id, passage)) != Some(&hash)).then_some((id, passage, body, hash))
         })
         .collect();
-    let progress = if show_progress && !missing.is_empty() {
-        let bar = ProgressBar::new(missing.len() as u64);
-        bar.set_style(
-            ProgressStyle::with_template("passages {bar:30} {pos}/{len}, {per_sec}, eta {eta}")
-                .expect("a valid template"),
-        );
-        bar
-    } else {
-        ProgressBar::hidden()
-    };
+    let progress = progress_bar(
+        show_progress,
+        missing.len(),
+        "passages {bar:30} {pos}/{len}, {per_sec}, eta {eta}",
+    );
     let mut embedded = 0;
     for batch in missing.chunks(BATCH * 4) {
         let items: Vec<(&str, &str)> = batch
