@@ -57,6 +57,21 @@ build_site() {
   rm -rf "$ZENBU_SITE_ROOT" && mv "$staging" "$ZENBU_SITE_ROOT"
 }
 
+# Debian's Apertium Spanish-English pair: the server also reads Spanish queries in English
+# (server/src/search/translate.rs). Installed when missing and this is root, as in CI; otherwise
+# returns 1 after saying how to install it.
+ensure_apertium() {
+  [ -f /usr/share/apertium/apertium-eng-spa/spa-eng.autobil.bin ] && command -v lt-proc >/dev/null && return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    step "installing Apertium's Spanish-English pair (apt-get install apertium-eng-spa)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends apertium-eng-spa
+  else
+    echo "apertium-eng-spa is missing (sudo apt-get install apertium-eng-spa): Spanish queries are searched as typed, without their English reading" >&2
+    return 1
+  fi
+}
+
 build_server() {
   step "building the server ($PROFILE)"
   cargo build -p server $(cargo_profile_args)

@@ -146,7 +146,8 @@ pub struct EvalArgs {
     /// case files in the order given (repeatable: the n-th floors file is for the n-th set).
     #[arg(long, value_name = "FILE")]
     pub floors: Vec<std::path::PathBuf>,
-    /// Also fit the local reranker's weights on these cases (with 5-fold cross-validation).
+    /// Also fit the local reranker's weights on the text cases of every set together, and print
+    /// each set's 5-fold cross-validated scores beside the shipped weights'.
     #[arg(long)]
     pub fit: bool,
     /// Also score the LLM reranker: the configured OpenAI model with OPENAI_API_KEY, else the
@@ -375,7 +376,8 @@ async fn eval(config: &Config, args: EvalArgs) -> Result<()> {
     use crate::search::{SearchEngine, embedder, eval};
     let pool = db::open(config).await?;
     db::migrate(&pool).await?;
-    let engine = SearchEngine::new(pool, embedder::from_config(config)?);
+    let engine = SearchEngine::new(pool, embedder::from_config(config)?)
+        .with_translator(config.translator());
     let sets: Vec<(String, eval::EvalSet)> = if args.cases.is_empty() {
         vec![(
             "server/data/eval_cases.json".into(),
@@ -416,8 +418,10 @@ async fn eval(config: &Config, args: EvalArgs) -> Result<()> {
     };
     let mut reports = serde_json::Map::new();
     let mut failures = Vec::new();
+    let mut fit_cases = Vec::new();
     for (i, (name, set)) in sets.iter().enumerate() {
-        let report = eval::run(&engine, set, args.fit, llm.as_deref()).await?;
+        let mut report = eval::run(&engine, set, llm.as_deref()).await?;
+        fit_cases.push((name.clone(), std::mem::take(&mut report.fit_cases)));
         println!("\n## {name}\n\n{report}");
         if let Some(path) = args.floors.get(i) {
             let text = std::fs::read_to_string(path)
@@ -433,6 +437,13 @@ async fn eval(config: &Config, args: EvalArgs) -> Result<()> {
         reports.insert(name.clone(), serde_json::to_value(&report)?);
     }
     drop(fake);
+    if args.fit {
+        let sets: Vec<(String, &[eval::FitCase])> = fit_cases
+            .iter()
+            .map(|(name, cases)| (name.clone(), cases.as_slice()))
+            .collect();
+        println!("\n{}", eval::fit_pooled(&sets, 5));
+    }
     if let Some(path) = &args.report {
         if reports.len() == 1 {
             let (_, only) = reports.into_iter().next().expect("one report");
@@ -482,6 +493,7 @@ async fn serve(config: Config) -> Result<()> {
     }
     let mut engine = crate::search::SearchEngine::new(pool.clone(), embedder)
         .with_reranker(crate::search::rerank::from_config(&config))
+        .with_translator(config.translator())
         .with_budgets(crate::search::Budgets::from_config(&config));
     if let Some(replica) = db::open_replica(config.replica_url.as_deref()).await? {
         engine = engine.with_read_replica(replica);

@@ -109,6 +109,17 @@ pub struct Config {
     )]
     pub rerank_timeout_ms: u64,
 
+    /// Apertium's Spanish-English data (Debian: `apt-get install apertium-eng-spa`): Spanish
+    /// queries are also searched in English. Missing: queries are searched as typed. `none`
+    /// turns translation off.
+    #[arg(
+        long,
+        env = "ZENBU_APERTIUM_DIR",
+        default_value = crate::search::translate::DEBIAN_DATA_DIR,
+        global = true
+    )]
+    pub apertium_dir: PathBuf,
+
     /// Key that signs visitor cookies (hex, at least 64 bytes). Unset: one is generated and kept
     /// in the data folder. Several app servers must share one.
     #[arg(long, env = "ZENBU_COOKIE_KEY", hide_env_values = true, global = true)]
@@ -227,6 +238,14 @@ impl Config {
             None if self.openai_key().is_some() => crate::search::embedder::OPENAI_MODEL,
             None => crate::search::e5::MODEL_NAME,
         }
+    }
+
+    /// The query translator this configuration asks for (see `apertium_dir`).
+    pub fn translator(&self) -> Option<std::sync::Arc<crate::search::translate::Translator>> {
+        if self.apertium_dir.as_os_str() == "none" {
+            return None;
+        }
+        crate::search::translate::Translator::new(&self.apertium_dir).map(std::sync::Arc::new)
     }
 
     pub fn embed_workers(&self) -> usize {

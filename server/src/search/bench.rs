@@ -90,7 +90,8 @@ struct Report {
 
 pub async fn run(config: &Config, pool: PgPool, args: BenchArgs) -> Result<()> {
     let embedder = embedder::from_config(config)?;
-    let cached_engine = SearchEngine::new(pool.clone(), embedder.clone());
+    let cached_engine =
+        SearchEngine::new(pool.clone(), embedder.clone()).with_translator(config.translator());
     let engine = cached_engine.clone().without_caches();
     let set = EvalSet::bundled()?;
     let queries = set.queries();
@@ -130,6 +131,7 @@ pub async fn run(config: &Config, pool: PgPool, args: BenchArgs) -> Result<()> {
         percentiles(&times.iter().map(pick).collect::<Vec<_>>())
     };
     let stages = vec![
+        ("translate (Spanish)".to_string(), stage(|t| t.translate)),
         ("embed query".to_string(), stage(|t| t.embed)),
         ("lexical".to_string(), stage(|t| t.lexical)),
         ("vector".to_string(), stage(|t| t.vector)),

@@ -14,7 +14,7 @@ use unicode_normalization::UnicodeNormalization;
 use super::{BRANCH_LIMIT, CONFIDENT_MARGIN, PAGE_SIZE, fusion, lexical, rerank, vectors::literal};
 
 /// Bump when search code changes what a query returns in a way the constants below miss.
-const PIPELINE_REVISION: u32 = 2;
+const PIPELINE_REVISION: u32 = 3;
 /// How long a query vector is kept (it only changes with the model).
 pub const EMBEDDING_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
 /// How long a page of results is kept (the catalog version guards freshness; this bounds size).
@@ -50,11 +50,11 @@ fn normalise_once(query: &str) -> String {
 
 /// Everything that shapes a results page besides the query and the catalog: the models, the
 /// constants of each stage, and a revision number for code changes the constants miss.
-pub fn pipeline_fingerprint(embedding_model: &str, reranker: &str) -> String {
+pub fn pipeline_fingerprint(embedding_model: &str, reranker: &str, translator: &str) -> String {
     // Vector search and similar-to SQL too: a change there changes pages.
     let vector_sql = super::vector::search_sql(embedding_model).unwrap_or_default();
     format!(
-        "r{PIPELINE_REVISION}|{embedding_model}|{reranker}|k{}|b{BRANCH_LIMIT}|p{PAGE_SIZE}|c{CONFIDENT_MARGIN}|n{}|{:?}|{}|s{}|{}",
+        "r{PIPELINE_REVISION}|{embedding_model}|{reranker}|{translator}|k{}|b{BRANCH_LIMIT}|p{PAGE_SIZE}|c{CONFIDENT_MARGIN}|n{}|{:?}|{}|s{}|{}",
         fusion::K,
         rerank::CANDIDATES,
         rerank::FITTED,

@@ -8,8 +8,9 @@
 //! - `seed-001`: the seed system's method, the lexical top 50 re-scored 50/50 by lexical score
 //!   (divided by the best) and cosine similarity;
 //! - `rrf+local`: the fused top 50 reordered by the local reranker, always;
-//! - `served`: what search serves: `rrf+local`, except that the rerank is skipped when the fused
-//!   top result leads by [`CONFIDENT_MARGIN`] (the report counts those cases);
+//! - `served`: what search serves without a key: `rrf+local` (the local reranker never skips;
+//!   the LLM reranker skips when the fused top result leads by [`CONFIDENT_MARGIN`], and the
+//!   report counts the cases that skip would keep and whether their fused #1 was right);
 //! - `rrf+llm`: with `--llm-rerank`, the LLM reranker (against the fake OpenAI server when no
 //!   key is set: that measures the plumbing, not a model).
 //!
@@ -241,11 +242,101 @@ impl ConfidentReport {
     }
 }
 
+/// One text case as the reranker fit reads it: its candidates and the ids it expects.
+pub type FitCase = (Vec<Candidate>, Vec<i32>);
+
+/// The local reranker fitted on the text cases of every set at once, and what the fit is worth
+/// on cases it did not see: each case is scored with weights fitted on the folds without it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FitReport {
     pub weights: Weights,
+    /// MRR on all cases with the weights fitted on all of them (optimistic).
     pub fitted_mrr: f64,
-    pub cross_validated_mrr: f64,
+    /// Per set: (name, cases, cross-validated hit@5, cross-validated MRR, same with [`FITTED`]).
+    pub sets: Vec<(String, usize, f64, f64, f64, f64)>,
+}
+
+/// Fits the local reranker on every set's cases together, with `folds`-fold cross-validation
+/// (case i is in fold i mod `folds`, counted over the pooled cases).
+pub fn fit_pooled(sets: &[(String, &[FitCase])], folds: usize) -> FitReport {
+    let pooled: Vec<(usize, &FitCase)> = sets
+        .iter()
+        .enumerate()
+        .flat_map(|(s, (_, cases))| cases.iter().map(move |c| (s, c)))
+        .collect();
+    let all: Vec<FitCase> = pooled.iter().map(|(_, c)| (*c).clone()).collect();
+    let (weights, fitted_mrr) = rerank::fit(&all);
+    // Out-of-fold rank of each case's first expected anime, and its rank with today's weights.
+    let mut ranks: Vec<(Option<usize>, Option<usize>)> = vec![(None, None); pooled.len()];
+    let current = LocalReranker::default();
+    for fold in 0..folds {
+        let train: Vec<FitCase> = all
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % folds != fold)
+            .map(|(_, c)| c.clone())
+            .collect();
+        let reranker = LocalReranker {
+            weights: rerank::fit(&train).0,
+        };
+        for (i, (candidates, expected)) in all.iter().enumerate() {
+            if i % folds == fold {
+                ranks[i] = (
+                    rank_of_first(&reranker.order(candidates), expected),
+                    rank_of_first(&current.order(candidates), expected),
+                );
+            }
+        }
+    }
+    let sets = sets
+        .iter()
+        .enumerate()
+        .map(|(s, (name, _))| {
+            let mine: Vec<&(Option<usize>, Option<usize>)> = pooled
+                .iter()
+                .zip(&ranks)
+                .filter(|((set, _), _)| *set == s)
+                .map(|(_, r)| r)
+                .collect();
+            let n = mine.len().max(1) as f64;
+            let hit = |r: &Option<usize>| f64::from(u8::from(r.is_some_and(|r| r <= 5)));
+            let rr = |r: &Option<usize>| r.map_or(0.0, |r| 1.0 / r as f64);
+            (
+                name.clone(),
+                mine.len(),
+                mine.iter().map(|r| hit(&r.0)).sum::<f64>() / n,
+                mine.iter().map(|r| rr(&r.0)).sum::<f64>() / n,
+                mine.iter().map(|r| hit(&r.1)).sum::<f64>() / n,
+                mine.iter().map(|r| rr(&r.1)).sum::<f64>() / n,
+            )
+        })
+        .collect();
+    FitReport {
+        weights,
+        fitted_mrr,
+        sets,
+    }
+}
+
+impl std::fmt::Display for FitReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "local reranker fitted on every set's text cases: {:?}\n  MRR on the cases it was fitted on: {:.3} (optimistic)",
+            self.weights, self.fitted_mrr
+        )?;
+        writeln!(
+            f,
+            "| set | cases | cross-validated hit@5 | cross-validated MRR | shipped weights hit@5 | shipped MRR |\n|---|---|---|---|---|---|"
+        )?;
+        for (name, n, hit, mrr, shipped_hit, shipped_mrr) in &self.sets {
+            writeln!(
+                f,
+                "| {name} | {n} | {hit:.3} | {mrr:.3} | {shipped_hit:.3} | {shipped_mrr:.3} |"
+            )?;
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -258,9 +349,9 @@ pub struct Report {
     pub methods: Vec<MethodReport>,
     /// Similar-to cases (franchise excluded), scored like the text cases.
     pub similar: Metrics,
-    /// With `--fit`: the local reranker's weights fitted on every text case, and the MRR of
-    /// 5-fold cross-validation (weights fitted on four fifths, scored on the fifth left out).
-    pub fit: Option<FitReport>,
+    /// Each text case's rerank candidates and expected ids, for `--fit` (which pools the sets).
+    #[serde(skip)]
+    pub fit_cases: Vec<FitCase>,
     pub confident: ConfidentReport,
     pub cases: Vec<CaseResult>,
 }
@@ -276,12 +367,11 @@ impl Report {
 pub async fn run(
     engine: &SearchEngine,
     set: &EvalSet,
-    fit: bool,
     llm: Option<&dyn Reranker>,
 ) -> Result<Report> {
     let reranker = LocalReranker::default();
     let mut confident = ConfidentReport::default();
-    let mut fit_cases: Vec<(Vec<Candidate>, Vec<i32>)> = Vec::new();
+    let mut fit_cases: Vec<FitCase> = Vec::new();
     let pool = engine.pool();
     let catalog_size: i64 = sqlx::query_scalar("SELECT count(*) FROM anime")
         .fetch_one(pool)
@@ -356,12 +446,16 @@ pub async fn run(
             fused.first().is_some_and(|id| expected.contains(id)),
             reranked.first().is_some_and(|id| expected.contains(id)),
         ));
-        let served = if margin >= CONFIDENT_MARGIN {
+        // The served local reranker always reorders (see `Reranker::skips_when_confident`); the
+        // report still shows what the skip would keep, as it applies to the LLM reranker.
+        if margin >= CONFIDENT_MARGIN {
             confident.skipped += 1;
             let top_right = fused.first().is_some_and(|id| expected.contains(id));
             let reranked_right = reranked.first().is_some_and(|id| expected.contains(id));
             confident.fused_top_right += usize::from(top_right);
             confident.reranked_top_right += usize::from(reranked_right);
+        }
+        let served = if margin >= CONFIDENT_MARGIN && reranker.skips_when_confident() {
             fused.clone()
         } else {
             reranked.clone()
@@ -432,17 +526,9 @@ pub async fn run(
             })
         })
         .collect();
-    let fit = fit.then(|| {
-        let (weights, fitted_mrr) = rerank::fit(&fit_cases);
-        FitReport {
-            weights,
-            fitted_mrr,
-            cross_validated_mrr: cross_validate(&fit_cases, 5),
-        }
-    });
     confident.margin = CONFIDENT_MARGIN;
     Ok(Report {
-        fit,
+        fit_cases,
         confident,
         embedding_model: model,
         catalog_size,
@@ -492,30 +578,6 @@ fn rank_of_first(ranking: &[i32], expected: &[i32]) -> Option<usize> {
         .iter()
         .position(|id| expected.contains(id))
         .map(|r| r + 1)
-}
-
-/// Mean over `folds` of the MRR on each fold's cases with weights fitted on the other folds.
-fn cross_validate(cases: &[(Vec<Candidate>, Vec<i32>)], folds: usize) -> f64 {
-    let mut total = 0.0;
-    for fold in 0..folds {
-        let train: Vec<_> = cases
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| i % folds != fold)
-            .map(|(_, c)| c.clone())
-            .collect();
-        let (weights, _) = rerank::fit(&train);
-        let reranker = LocalReranker { weights };
-        for (i, (candidates, expected)) in cases.iter().enumerate() {
-            if i % folds == fold {
-                let order = reranker.order(candidates);
-                if let Some(rank) = order.iter().position(|id| expected.contains(id)) {
-                    total += 1.0 / (rank + 1) as f64;
-                }
-            }
-        }
-    }
-    total / cases.len().max(1) as f64
 }
 
 /// The seed system's ranking: lexical top 50, each scored 0.5 × (lexical score / best lexical
@@ -593,7 +655,7 @@ impl std::fmt::Display for Report {
         let c = &self.confident;
         writeln!(
             f,
-            "\nrerank skipped when the fused top leads by >= {:.0}%: {} of {} text cases; fused #1 right in {}, reranked #1 would have been right in {}",
+            "\nconfident skip (LLM reranker only) when the fused top leads by >= {:.0}%: {} of {} text cases; fused #1 right in {}, locally reranked #1 in {}",
             c.margin * 100.0,
             c.skipped,
             self.text_cases,
@@ -612,13 +674,6 @@ impl std::fmt::Display for Report {
                 f,
                 "LLM rerank: {} failed calls, {:.1} s in total",
                 c.llm_failures, c.llm_seconds
-            )?;
-        }
-        if let Some(fit) = &self.fit {
-            writeln!(
-                f,
-                "\nlocal reranker fitted on these cases: {:?}\n  MRR fitted {:.3}, 5-fold cross-validated {:.3}",
-                fit.weights, fit.fitted_mrr, fit.cross_validated_mrr
             )?;
         }
         if let Some(rrf) = self.method("rrf") {
@@ -711,7 +766,7 @@ mod tests {
                 by_kind: BTreeMap::new(),
             }],
             similar: metrics(0.4),
-            fit: None,
+            fit_cases: vec![],
             confident: ConfidentReport::default(),
             cases: vec![],
         };

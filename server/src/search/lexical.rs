@@ -152,8 +152,49 @@ pub fn fingerprint() -> String {
     crate::catalog::document::hex(&sha2::Sha256::digest(inputs.as_bytes()))
 }
 
-/// Up to `limit` matches, best first.
+/// Up to `limit` matches, best first. With `english` (a Spanish query's translation) the query as
+/// typed and its translation are searched apart and each anime keeps its better match: the
+/// typed words find Spanish titles and synonyms, the English ones find synopses, and neither's
+/// stray words can add up with the other's.
 pub async fn search(
+    pool: &PgPool,
+    query: &str,
+    english: Option<&str>,
+    filters: &Filters,
+    limit: usize,
+) -> Result<Vec<LexicalHit>, sqlx::Error> {
+    let Some(english) = english else {
+        return search_text(pool, query, filters, limit).await;
+    };
+    let (typed, translated) = tokio::join!(
+        search_text(pool, query, filters, limit),
+        search_text(pool, english, filters, limit)
+    );
+    Ok(better_of(typed?, translated?, limit))
+}
+
+/// Each anime once, with its higher-scoring hit, best first (ties by id).
+pub fn better_of(a: Vec<LexicalHit>, b: Vec<LexicalHit>, limit: usize) -> Vec<LexicalHit> {
+    let mut best: std::collections::HashMap<i32, LexicalHit> = std::collections::HashMap::new();
+    for hit in a.into_iter().chain(b) {
+        match best.get(&hit.anime_id) {
+            Some(kept) if kept.score >= hit.score => {}
+            _ => {
+                best.insert(hit.anime_id, hit);
+            }
+        }
+    }
+    let mut hits: Vec<LexicalHit> = best.into_values().collect();
+    hits.sort_by(|x, y| {
+        y.score
+            .total_cmp(&x.score)
+            .then(x.anime_id.cmp(&y.anime_id))
+    });
+    hits.truncate(limit);
+    hits
+}
+
+async fn search_text(
     pool: &PgPool,
     query: &str,
     filters: &Filters,
@@ -189,5 +230,30 @@ mod tests {
         );
         assert_eq!(words("進撃の巨人 s2"), ["進撃の巨人", "s2"]);
         assert!(words("& | ! <-> :*").is_empty());
+    }
+
+    #[test]
+    fn each_anime_keeps_its_better_match_of_the_two_texts() {
+        let hit = |anime_id, score: f32, word: &str| LexicalHit {
+            anime_id,
+            score,
+            text_score: score,
+            title_similarity: 0.0,
+            coverage: 0.5,
+            matched_words: vec![word.to_string()],
+            matched_title: None,
+        };
+        let typed = vec![hit(1, 3.0, "guerreras"), hit(2, 1.0, "pelo")];
+        let english = vec![
+            hit(2, 2.0, "hair"),
+            hit(3, 2.5, "warriors"),
+            hit(4, 0.5, "girl"),
+        ];
+        let merged = better_of(typed, english, 3);
+        let got: Vec<(i32, &str)> = merged
+            .iter()
+            .map(|h| (h.anime_id, h.matched_words[0].as_str()))
+            .collect();
+        assert_eq!(got, [(1, "guerreras"), (3, "warriors"), (2, "hair")]);
     }
 }

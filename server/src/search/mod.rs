@@ -19,6 +19,7 @@ pub mod filters;
 pub mod fusion;
 pub mod lexical;
 pub mod rerank;
+pub mod translate;
 pub mod vector;
 pub mod vectors;
 
@@ -75,6 +76,7 @@ impl SearchError {
 /// How long each stage took (the names are the ones `bench` prints).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct StageTimes {
+    pub translate: Duration,
     pub embed: Duration,
     pub lexical: Duration,
     pub vector: Duration,
@@ -93,6 +95,8 @@ pub struct Retrieval {
     pub fused: Vec<Fused>,
     /// The query's vector, when embedding worked.
     pub query_vector: Option<Vec<f32>>,
+    /// The English reading of a Spanish query, when it was translated.
+    pub translation: Option<String>,
     pub times: StageTimes,
 }
 
@@ -127,6 +131,16 @@ impl Default for Budgets {
 /// share of its score (see `server eval`: which cases it skips and what they would have gained).
 pub const CONFIDENT_MARGIN: f64 = 0.4;
 
+/// The unit vector halfway between two unit vectors (the first when they are opposite).
+pub fn mean_direction(a: &[f32], b: &[f32]) -> Vec<f32> {
+    let sum: Vec<f32> = a.iter().zip(b).map(|(x, y)| x + y).collect();
+    let norm = sum.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm < 1e-6 {
+        return a.to_vec();
+    }
+    sum.into_iter().map(|x| x / norm).collect()
+}
+
 /// Relative lead of the first fused result over the second (1 when there is no second).
 pub fn fused_margin(fused: &[Fused]) -> f64 {
     match fused {
@@ -145,6 +159,8 @@ pub struct SearchEngine {
     reads: PgPool,
     replica: bool,
     embedder: Arc<dyn Embedder>,
+    /// Reads Spanish queries in English too; `None`: queries are searched as typed.
+    translator: Option<Arc<translate::Translator>>,
     reranker: Arc<dyn rerank::Reranker>,
     budgets: Budgets,
     /// Read and write the query-vector and results caches (off: measure the pipeline itself).
@@ -188,6 +204,7 @@ impl SearchEngine {
             replica: false,
             pool,
             embedder,
+            translator: None,
             reranker: Arc::new(rerank::LocalReranker::default()),
             budgets: Budgets::default(),
             caches: true,
@@ -202,6 +219,12 @@ impl SearchEngine {
 
     pub fn with_reranker(mut self, reranker: Arc<dyn rerank::Reranker>) -> Self {
         self.reranker = reranker;
+        self
+    }
+
+    /// Spanish queries are also searched in English through `translator`.
+    pub fn with_translator(mut self, translator: Option<Arc<translate::Translator>>) -> Self {
+        self.translator = translator;
         self
     }
 
@@ -246,6 +269,48 @@ impl SearchEngine {
             .await
     }
 
+    /// The embedding of `text`: from the cache, else from the embedder within its budget.
+    /// `Ok(None)` when the embedder failed or ran out of time (the search goes on without it);
+    /// an error only when the database is gone.
+    async fn query_vector(&self, text: &str) -> Result<Option<Vec<f32>>, SearchError> {
+        let model = self.embedder.model();
+        if self.caches {
+            match cache::get_embedding(&self.reads, model, text).await {
+                Ok(Some(vector)) => return Ok(Some(vector)),
+                Ok(None) => {}
+                // The database is gone: the search cannot answer; stop here rather than wait
+                // for it again at every later stage.
+                Err(error) if crate::db::is_unavailable(&error) => return Err(error.into()),
+                Err(error) => tracing::warn!(%error, "query embedding cache unreadable"),
+            }
+        }
+        let fresh = tokio::time::timeout(
+            self.budgets.embed,
+            self.embedder
+                .embed_query(text)
+                .instrument(tracing::info_span!("embed")),
+        )
+        .await;
+        match fresh {
+            Ok(Ok(vector)) => {
+                if self.caches
+                    && let Err(error) = cache::put_embedding(&self.pool, model, text, &vector).await
+                {
+                    tracing::warn!(%error, "query embedding not cached");
+                }
+                Ok(Some(vector))
+            }
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "query embedding failed: lexical results only");
+                Ok(None)
+            }
+            Err(_) => {
+                tracing::warn!(budget = ?self.budgets.embed, "query embedding timed out: lexical results only");
+                Ok(None)
+            }
+        }
+    }
+
     /// [`retrieve`](Self::retrieve) for a query already cleaned and normalised.
     async fn retrieve_normalised(
         &self,
@@ -254,60 +319,47 @@ impl SearchEngine {
     ) -> Result<Retrieval, SearchError> {
         let started = Instant::now();
         let query = query.to_string();
+        let translation = match &self.translator {
+            Some(translator) => translator
+                .translate(&query)
+                .instrument(tracing::info_span!("translate"))
+                .await
+                .filter(translate::Translation::is_spanish)
+                .map(|t| t.english),
+            None => None,
+        };
+        let translate_time = started.elapsed();
         let lexical = async {
             let began = Instant::now();
-            let hits = lexical::search(&self.reads, &query, filters, BRANCH_LIMIT).await;
+            let hits = lexical::search(
+                &self.reads,
+                &query,
+                translation.as_deref(),
+                filters,
+                BRANCH_LIMIT,
+            )
+            .await;
             (hits, began.elapsed())
         }
         .instrument(tracing::info_span!("lexical"));
         let semantic = async {
             let began = Instant::now();
-            let model = self.embedder.model();
-            let cached = if self.caches {
-                match cache::get_embedding(&self.reads, model, &query).await {
-                    Ok(cached) => cached,
-                    // The database is gone: the search cannot answer; stop here rather than
-                    // wait for it again at every later stage.
-                    Err(error) if crate::db::is_unavailable(&error) => {
-                        return (Err(error.into()), began.elapsed(), Duration::ZERO);
-                    }
-                    Err(error) => {
-                        tracing::warn!(%error, "query embedding cache unreadable");
-                        None
-                    }
+            // The query as typed and, for a Spanish one, its English reading: the mean of both
+            // vectors (each may come from the cache; either alone will do).
+            let (typed, english) = tokio::join!(self.query_vector(&query), async {
+                match &translation {
+                    Some(english) => self.query_vector(english).await,
+                    None => Ok(None),
                 }
-            } else {
-                None
-            };
-            let vector = match cached {
-                Some(vector) => Ok(Ok(vector)),
-                None => {
-                    let fresh = tokio::time::timeout(
-                        self.budgets.embed,
-                        self.embedder
-                            .embed_query(&query)
-                            .instrument(tracing::info_span!("embed")),
-                    )
-                    .await;
-                    if let Ok(Ok(vector)) = &fresh
-                        && self.caches
-                        && let Err(error) =
-                            cache::put_embedding(&self.pool, model, &query, vector).await
-                    {
-                        tracing::warn!(%error, "query embedding not cached");
-                    }
-                    fresh
-                }
-            };
+            });
             let embed_time = began.elapsed();
-            let vector = match vector {
-                Ok(Ok(vector)) => vector,
-                Ok(Err(error)) => {
-                    tracing::warn!(%error, "query embedding failed: lexical results only");
-                    return (Ok((Vec::new(), None)), embed_time, Duration::ZERO);
+            let vector = match (typed, english) {
+                (Err(error), _) | (_, Err(error)) => {
+                    return (Err(error), embed_time, Duration::ZERO);
                 }
-                Err(_) => {
-                    tracing::warn!(budget = ?self.budgets.embed, "query embedding timed out: lexical results only");
+                (Ok(Some(typed)), Ok(Some(english))) => mean_direction(&typed, &english),
+                (Ok(Some(one)), Ok(None)) | (Ok(None), Ok(Some(one))) => one,
+                (Ok(None), Ok(None)) => {
                     return (Ok((Vec::new(), None)), embed_time, Duration::ZERO);
                 }
             };
@@ -321,7 +373,11 @@ impl SearchEngine {
             )
             .instrument(tracing::info_span!("vector"))
             .await;
-            (hits.map(|h| (h, Some(vector))), embed_time, began.elapsed())
+            (
+                hits.map(|h| (h, Some(vector))).map_err(SearchError::from),
+                embed_time,
+                began.elapsed(),
+            )
         };
         let ((lexical, lexical_time), (semantic, embed_time, vector_time)) =
             tokio::join!(lexical, semantic);
@@ -338,7 +394,9 @@ impl SearchEngine {
             vector,
             fused,
             query_vector,
+            translation,
             times: StageTimes {
+                translate: translate_time,
                 embed: embed_time,
                 lexical: lexical_time,
                 vector: vector_time,
@@ -363,7 +421,12 @@ impl SearchEngine {
         let started = Instant::now();
         let query = clean_query(raw)?;
         check_filters(filters)?;
-        let pipeline = cache::pipeline_fingerprint(self.embedder.model(), &self.reranker.name());
+        let translator = self
+            .translator
+            .as_ref()
+            .map_or_else(|| "typed".to_string(), |t| t.fingerprint());
+        let pipeline =
+            cache::pipeline_fingerprint(self.embedder.model(), &self.reranker.name(), &translator);
         let key = cache::results_key(&pipeline, &query, filters);
         let hit = match self.caches {
             true => cache::get_results(&self.reads, &key).await?,
@@ -394,7 +457,9 @@ impl SearchEngine {
             &retrieval.vector,
         )
         .await?;
-        let (order, ranking) = if fused_margin(&retrieval.fused) >= CONFIDENT_MARGIN {
+        let (order, ranking) = if self.reranker.skips_when_confident()
+            && fused_margin(&retrieval.fused) >= CONFIDENT_MARGIN
+        {
             (Vec::new(), Ranking::Confident)
         } else {
             let answer = tokio::time::timeout(

@@ -11,6 +11,7 @@ use server::{
         SearchEngine,
         e5::{self, Encoder},
         embedder::{Embedder, LocalEmbedder},
+        translate::{DEBIAN_DATA_DIR, Translator},
         vectors::{VectorCache, embed_missing},
     },
 };
@@ -64,9 +65,18 @@ pub fn local_embedder() -> Arc<LocalEmbedder> {
     Arc::new(LocalEmbedder::new(model(), 2))
 }
 
-/// The demo catalog (257 anime) with its vectors, and a search engine over it. Vectors go
-/// through the disk cache one test at a time, so only the first test on a fresh machine
-/// computes them.
+/// Apertium's Spanish-English translator, as the server runs it (the test command installs
+/// Debian's `apertium-eng-spa` when it is missing).
+pub fn translator() -> Arc<Translator> {
+    Arc::new(
+        Translator::new(std::path::Path::new(DEBIAN_DATA_DIR))
+            .expect("apertium-eng-spa is installed (scripts/test installs it when missing)"),
+    )
+}
+
+/// The demo catalog (257 anime) with its vectors, and a search engine over it configured as the
+/// server runs it (Spanish queries translated). Vectors go through the disk cache one test at a
+/// time, so only the first test on a fresh machine computes them.
 pub async fn demo_engine(pool: &PgPool) -> SearchEngine {
     static EMBEDDING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     catalog::ingest(pool, &import::demo_catalog(), false, MODEL, None)
@@ -87,7 +97,7 @@ pub async fn demo_engine(pool: &PgPool) -> SearchEngine {
         // 0 when this database already has them (a second app in one test).
         assert!([0, 257].contains(&report.missing), "{}", report.missing);
     }
-    SearchEngine::new(pool.clone(), embedder)
+    SearchEngine::new(pool.clone(), embedder).with_translator(Some(translator()))
 }
 
 /// A running app on an ephemeral port (the demo catalog behind it), for HTTP tests.

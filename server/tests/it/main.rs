@@ -21,3 +21,4 @@ mod premise;
 mod quota;
 mod replica;
 mod search;
+mod translate;

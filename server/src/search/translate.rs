@@ -1,0 +1,286 @@
+//! Spanish queries are also read in English. The catalog is English and most queries are
+//! Spanish: a Spanish word matches an English document only by accident, and the small local
+//! embedder places a Spanish description farther from an English synopsis than the same
+//! description in English. Apertium (Debian's `apertium-eng-spa`: rule-based, nothing to
+//! download at run time) translates the query; the lexical branch then searches the words of
+//! both texts and the vector branch the mean of both vectors (see `server eval` for what each
+//! gains, per language).
+//!
+//! One Apertium pipeline runs for the life of the server, because starting one costs ~100 ms
+//! (it loads its transducers) and a translation ~3 ms. It is fed one query at a time in
+//! null-flush mode. A query counts as Spanish when Apertium's analyser knows most of its words
+//! (it marks the others); English and romanised Japanese queries are left as typed. When
+//! Apertium is missing, fails or takes longer than [`BUDGET`], the query is searched as typed.
+
+use std::{
+    path::{Path, PathBuf},
+    process::Stdio,
+    time::Duration,
+};
+
+use tokio::{
+    io::{AsyncBufReadExt, AsyncWriteExt, BufReader},
+    process::{Child, ChildStdin, ChildStdout, Command},
+    sync::Mutex,
+};
+
+/// Where Debian's `apertium-eng-spa` puts its data.
+pub const DEBIAN_DATA_DIR: &str = "/usr/share/apertium/apertium-eng-spa";
+/// Time one translation may take; past it the query is searched as typed.
+pub const BUDGET: Duration = Duration::from_millis(500);
+/// A query is translated when at least this share of its words are Spanish words Apertium knows.
+pub const MIN_SPANISH_SHARE: f32 = 0.5;
+/// Queries are bounded before they get here; this bounds what a translation may return.
+const MAX_OUTPUT_BYTES: usize = 16 * 1024;
+
+/// The pipeline of Apertium's `spa-eng` mode, one program per stage, each flushing its output
+/// at every NUL (`-z`). Generation without `-n`, so unknown words come out marked with `*`.
+const STAGES: [&str; 12] = [
+    "lt-proc -z {d}/spa-eng.automorf.bin",
+    "apertium-wblank-attach",
+    "apertium-tagger -z -g {d}/spa-eng.prob",
+    "apertium-pretransfer -z",
+    "lt-proc -z -b {d}/spa-eng.autobil.bin",
+    "lrx-proc -z -m {d}/spa-eng.autolex.bin",
+    "apertium-transfer -z -b {d}/apertium-eng-spa.spa-eng.t1x {d}/spa-eng.t1x.bin",
+    "apertium-interchunk -z {d}/apertium-eng-spa.spa-eng.t2x {d}/spa-eng.t2x.bin",
+    "apertium-postchunk -z {d}/apertium-eng-spa.spa-eng.t3x {d}/spa-eng.t3x.bin",
+    "apertium-wblank-detach",
+    "lt-proc -z -g {d}/spa-eng.autogen.bin",
+    "lt-proc -z -p {d}/spa-eng.autopgen.bin",
+];
+/// NULs written after each query: one alone leaves the query inside the tagger and transfer
+/// stages until the next input arrives; three push it all the way through (measured).
+const FLUSHES: usize = 3;
+
+/// What Apertium made of a query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Translation {
+    /// The English text, without Apertium's marks.
+    pub english: String,
+    /// Share of the query's words the Spanish analyser knew.
+    pub spanish_share: f32,
+}
+
+impl Translation {
+    /// Reads Apertium's output: words it did not know start with `*` (kept, unmarked: names and
+    /// Japanese words pass through as typed); `#` and `@` mark words it could not generate or
+    /// transfer.
+    pub fn from_output(output: &str) -> Self {
+        let mut words = 0usize;
+        let mut unknown = 0usize;
+        let mut english: Vec<String> = Vec::new();
+        for token in output.split_whitespace() {
+            let has_letter = token.chars().any(char::is_alphabetic);
+            if has_letter {
+                words += 1;
+                if token.starts_with('*') {
+                    unknown += 1;
+                }
+            }
+            let clean: String = token
+                .chars()
+                .filter(|c| !matches!(c, '*' | '#' | '@' | '\\'))
+                .collect();
+            if !clean.is_empty() {
+                english.push(clean);
+            }
+        }
+        Self {
+            english: english.join(" "),
+            spanish_share: if words == 0 {
+                0.0
+            } else {
+                (words - unknown) as f32 / words as f32
+            },
+        }
+    }
+
+    /// Whether the query read as Spanish (and the translation is worth searching).
+    pub fn is_spanish(&self) -> bool {
+        self.spanish_share >= MIN_SPANISH_SHARE && !self.english.is_empty()
+    }
+}
+
+/// The query as Apertium's stream format accepts it: its reserved characters (`^$/<>@*#[]{}\`)
+/// and NULs become spaces; they carry nothing a search reads.
+pub fn stream_text(query: &str) -> String {
+    query
+        .chars()
+        .map(|c| match c {
+            '^' | '$' | '/' | '<' | '>' | '@' | '*' | '#' | '[' | ']' | '{' | '}' | '\\' | '\0' => {
+                ' '
+            }
+            c if c.is_control() => ' ',
+            c => c,
+        })
+        .collect()
+}
+
+struct Pipeline {
+    shell: Child,
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
+}
+
+impl Pipeline {
+    fn start(data: &Path) -> std::io::Result<Self> {
+        let quoted = format!("'{}'", data.display().to_string().replace('\'', r"'\''"));
+        let script = STAGES
+            .iter()
+            .map(|stage| stage.replace("{d}", &quoted))
+            .collect::<Vec<_>>()
+            .join(" | ");
+        let mut shell = Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()?;
+        let input = shell.stdin.take().expect("piped");
+        let output = BufReader::new(shell.stdout.take().expect("piped"));
+        Ok(Self {
+            shell,
+            input,
+            output,
+        })
+    }
+
+    async fn translate(&mut self, text: &str) -> std::io::Result<String> {
+        let mut message = stream_text(text).into_bytes();
+        message.extend(std::iter::repeat_n(0u8, FLUSHES));
+        self.input.write_all(&message).await?;
+        self.input.flush().await?;
+        let mut answer = Vec::new();
+        let mut first = None;
+        for _ in 0..FLUSHES {
+            let before = answer.len();
+            self.output.read_until(0, &mut answer).await?;
+            if answer.len() == before || answer.last() != Some(&0) {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "apertium stopped",
+                ));
+            }
+            first.get_or_insert(answer.len() - 1);
+            if answer.len() > MAX_OUTPUT_BYTES {
+                return Err(std::io::Error::other("apertium answered too much"));
+            }
+        }
+        let end = first.unwrap_or(0);
+        Ok(String::from_utf8_lossy(&answer[..end]).into_owned())
+    }
+}
+
+/// Spanish to English through one long-lived Apertium pipeline.
+pub struct Translator {
+    data: PathBuf,
+    pipeline: Mutex<Option<Pipeline>>,
+}
+
+impl std::fmt::Debug for Translator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Translator")
+            .field("data", &self.data)
+            .finish()
+    }
+}
+
+impl Translator {
+    /// A translator reading Apertium's `spa-eng` data from `data`; `None` (with a warning) when
+    /// the data or the programs are missing, so the server starts and searches queries as typed.
+    pub fn new(data: &Path) -> Option<Self> {
+        let present = data.join("spa-eng.autobil.bin").is_file()
+            && std::process::Command::new("lt-proc")
+                .arg("-v")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok();
+        if !present {
+            tracing::warn!(
+                data = %data.display(),
+                "Apertium's Spanish-English data is missing (apt-get install apertium-eng-spa): \
+                 Spanish queries are searched as typed"
+            );
+            return None;
+        }
+        Some(Self {
+            data: data.to_path_buf(),
+            pipeline: Mutex::new(None),
+        })
+    }
+
+    /// Names the translation data, for the results cache's pipeline fingerprint: other data,
+    /// other pages.
+    pub fn fingerprint(&self) -> String {
+        let stamp = std::fs::metadata(self.data.join("spa-eng.autobil.bin"))
+            .map(|m| m.len())
+            .unwrap_or(0);
+        format!("apertium-spa-eng:{stamp}")
+    }
+
+    /// The query in English, or `None` when Apertium failed or ran out of time (the next call
+    /// starts a new pipeline).
+    pub async fn translate(&self, query: &str) -> Option<Translation> {
+        let mut slot = self.pipeline.lock().await;
+        if slot.is_none() {
+            match Pipeline::start(&self.data) {
+                Ok(pipeline) => *slot = Some(pipeline),
+                Err(error) => {
+                    tracing::warn!(%error, "apertium did not start: query searched as typed");
+                    return None;
+                }
+            }
+        }
+        let pipeline = slot.as_mut().expect("just started");
+        match tokio::time::timeout(BUDGET, pipeline.translate(query)).await {
+            Ok(Ok(output)) => Some(Translation::from_output(&output)),
+            failed => {
+                match failed {
+                    Ok(Err(error)) => {
+                        tracing::warn!(%error, "translation failed: query searched as typed")
+                    }
+                    _ => {
+                        tracing::warn!(budget = ?BUDGET, "translation timed out: query searched as typed")
+                    }
+                }
+                // Its stream may be out of step now: start afresh next time.
+                if let Some(mut broken) = slot.take() {
+                    let _ = broken.shell.start_kill();
+                }
+                None
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marks_tell_spanish_from_other_languages() {
+        let spanish = Translation::from_output("*Naruto And *Sasuke litigate in the valley");
+        assert_eq!(spanish.english, "Naruto And Sasuke litigate in the valley");
+        assert!((spanish.spanish_share - 5.0 / 7.0).abs() < 1e-6);
+        assert!(spanish.is_spanish());
+        let english = Translation::from_output("To *boy *who *travels *alone and *helps");
+        assert!(!english.is_spanish(), "{english:?}");
+        let romaji = Translation::from_output("*Shingeki No *Kyojin");
+        assert!(!romaji.is_spanish());
+        assert_eq!(Translation::from_output("").spanish_share, 0.0);
+        assert_eq!(Translation::from_output("#do @que").english, "do que");
+    }
+
+    #[test]
+    fn reserved_stream_characters_never_reach_apertium() {
+        assert_eq!(
+            stream_text("a^b$c/d<e>f@g*h#i[j]k{l}m\\n\0o"),
+            "a b c d e f g h i j k l m n o"
+        );
+        assert_eq!(stream_text("¿qué tal? ¡bien!"), "¿qué tal? ¡bien!");
+    }
+}

@@ -1,0 +1,111 @@
+//! Spanish queries read in English through Apertium (Debian's `apertium-eng-spa`, which the test
+//! command installs), and search going on without it when it is missing or broken.
+
+use std::sync::Arc;
+
+use app::search::Filters;
+use server::search::translate::Translator;
+use sqlx::PgPool;
+
+use crate::common::{demo_engine, translator};
+
+const BRIEF_ES: &str = "algo tranquilo, de alguien que viaja solo y ayuda a la gente";
+const BRIEF_EN: &str = "something calm, about someone who travels alone and helps people";
+
+#[tokio::test]
+async fn spanish_is_translated_and_english_or_romaji_is_not() {
+    let translator = translator();
+    let spanish = translator.translate(BRIEF_ES).await.unwrap();
+    assert!(spanish.is_spanish(), "{spanish:?}");
+    assert!(spanish.english.contains("travels alone"), "{spanish:?}");
+    for typed in [BRIEF_EN, "Shingeki no Kyojin"] {
+        let other = translator.translate(typed).await.unwrap();
+        assert!(!other.is_spanish(), "{typed:?} read as Spanish: {other:?}");
+    }
+}
+
+#[tokio::test]
+async fn the_stream_stays_in_step_over_reserved_characters_and_many_tasks() {
+    let translator = translator();
+    // Apertium's stream format reserves these; a query holding them must not desynchronise the
+    // long-lived pipeline, so every later answer still belongs to its own query.
+    let odd = translator
+        .translate("el perro ^$/<>@*#[]{}\\ duerme")
+        .await
+        .unwrap();
+    assert!(odd.english.contains("dog"), "{odd:?}");
+    let words = [
+        ("perro", "dog"),
+        ("gato", "cat"),
+        ("caballo", "horse"),
+        ("pájaro", "bird"),
+        ("ballena", "whale"),
+        ("tortuga", "turtle"),
+    ];
+    let tasks: Vec<_> = (0..3)
+        .flat_map(|_| words)
+        .map(|(es, en)| {
+            let translator = translator.clone();
+            tokio::spawn(async move {
+                let got = translator
+                    .translate(&format!("un {es} muy grande"))
+                    .await
+                    .unwrap();
+                assert!(got.english.contains(en), "{es}: {got:?}");
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+}
+
+#[test]
+fn without_apertium_data_there_is_no_translator() {
+    let empty = tempfile::tempdir().unwrap();
+    assert!(Translator::new(empty.path()).is_none());
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_broken_apertium_leaves_the_query_as_typed(pool: PgPool) {
+    // Files by the right name that are not Apertium's: the pipeline starts and dies at once.
+    let data = tempfile::tempdir().unwrap();
+    std::fs::write(data.path().join("spa-eng.autobil.bin"), "not a transducer").unwrap();
+    let translator = Translator::new(data.path()).expect("the file is there");
+    assert_eq!(translator.translate("un chico").await, None);
+    let engine = demo_engine(&pool)
+        .await
+        .with_translator(Some(Arc::new(translator)));
+    let retrieval = engine
+        .retrieve("un hombre que viaja entre bichos", &Filters::default())
+        .await
+        .unwrap();
+    assert_eq!(retrieval.translation, None);
+    assert!(retrieval.query_vector.is_some());
+    assert!(!retrieval.fused.is_empty());
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_spanish_query_is_searched_in_english_too(pool: PgPool) {
+    let engine = demo_engine(&pool).await;
+    let retrieval = engine
+        .retrieve(BRIEF_ES, &Filters::default())
+        .await
+        .unwrap();
+    let english = retrieval.translation.expect("translated");
+    assert!(english.contains("travels"), "{english}");
+    // Found through the English words: no Spanish word of the query is in the catalog's text.
+    assert!(
+        retrieval.lexical.iter().any(|hit| hit
+            .matched_words
+            .iter()
+            .any(|w| english.contains(w.as_str()))),
+        "{:?}",
+        retrieval.lexical.first()
+    );
+    let english_query = engine
+        .retrieve(BRIEF_EN, &Filters::default())
+        .await
+        .unwrap();
+    assert_eq!(english_query.translation, None);
+}
