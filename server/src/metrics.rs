@@ -65,3 +65,8 @@ pub fn search_cache_hit(took: Duration) {
 pub fn quota_refused(reason: &'static str) {
     metrics::counter!("zenbu_quota_refusals_total", "reason" => reason).increment(1);
 }
+
+/// A search that joined an identical one of the same payer already running (one run, one unit).
+pub fn search_joined() {
+    metrics::counter!("zenbu_search_joined_total").increment(1);
+}

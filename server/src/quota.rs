@@ -4,8 +4,8 @@
 //! [`reserve`] decides in one transaction that holds `pg_advisory_xact_lock` for the subject, so
 //! concurrent searches of one subject are decided one after another and can neither overspend
 //! nor double-count:
-//! 1. the same normalised query (filters included) counted within the last 3 minutes: runs,
-//!    not counted again;
+//! 1. the same normalised query (filters included) counted and confirmed within the last 3
+//!    minutes: runs, not counted again;
 //! 2. else, allowance used up: refused (nothing runs);
 //! 3. else one unit is recorded, pending; [`confirm`] makes it final once the search has
 //!    answered, and [`refund`] gives it back at once if the search fails.
@@ -18,7 +18,13 @@
 //! Time comes from PostgreSQL (`now()`), or from the `at` argument in tests, so "3 minutes
 //! later" and "next month" are checked without waiting.
 
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
+
 use sqlx::PgPool;
+use tokio::sync::watch;
 
 /// How long a repeated query is free after the counted one.
 pub const REPEAT_WINDOW: &str = "3 minutes";
@@ -281,7 +287,8 @@ pub async fn usage(
 }
 
 /// The clock, units used this period, the next period's first day and whether `$3` was counted
-/// within the repeat window, for subject `$1` at time `$2` (NULL: now).
+/// and confirmed within the repeat window, for subject `$1` at time `$2` (NULL: now). A pending
+/// unit does not make a repeat free: its search may never answer.
 fn standing_sql(plan: Plan) -> String {
     let period = plan.period();
     format!(
@@ -297,7 +304,8 @@ fn standing_sql(plan: Plan) -> String {
                     AND u.counted_at >= p.starts AND u.counted_at < p.ends),
                 to_char(p.ends AT TIME ZONE 'UTC', 'YYYY-MM-DD'),
                 EXISTS (SELECT 1 FROM search_usage u
-                         WHERE u.subject = $1 AND u.query_key = $3 AND {live}
+                         WHERE u.subject = $1 AND u.query_key = $3
+                           AND u.refunded_at IS NULL AND u.confirmed_at IS NOT NULL
                            AND u.counted_at > p.t - interval '{REPEAT_WINDOW}'
                            AND u.counted_at <= p.t)
          FROM period p",
@@ -309,22 +317,113 @@ fn standing_sql(plan: Plan) -> String {
     )
 }
 
-/// A text search charged to `payer`: the query is checked first (a query that cannot run
-/// costs nothing), then a unit is reserved; a refused reservation runs nothing; a search that
+/// Runs text searches charged to their payer, so that each served search is paid for exactly
+/// once whatever the client does:
+/// - reserve → search → confirm runs in a task of its own: a client that drops the connection
+///   mid-search cannot stop the confirmation (the search still answers, and is paid for);
+/// - identical searches of one payer running at the same time share that one task: one
+///   pipeline run and one unit, however many copies a script sends;
+/// - a repeat within [`REPEAT_WINDOW`] is free only once the earlier unit is confirmed.
+///
+/// The sharing is per process; across app servers an identical search in flight elsewhere is
+/// simply charged again.
+#[derive(Clone, Default)]
+pub struct Meter {
+    in_flight: Arc<Mutex<HashMap<String, watch::Receiver<Flight>>>>,
+}
+
+/// What an identical search in flight ends with: `None` while it runs; then its results, or
+/// `Some(None)` when it failed (a follower then runs and pays on its own).
+type Flight = Option<Option<app::search::SearchResults>>;
+
+/// Removes a finished (or panicked) search from the in-flight map.
+struct Landing {
+    in_flight: Arc<Mutex<HashMap<String, watch::Receiver<Flight>>>>,
+    key: String,
+}
+
+impl Drop for Landing {
+    fn drop(&mut self) {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .remove(&self.key);
+    }
+}
+
+impl Meter {
+    /// A text search charged to `payer`: the query is checked first (a query that cannot run
+    /// costs nothing), then it joins an identical search of the same payer in flight, or
+    /// reserves a unit and runs in a task of its own (see [`Meter`]).
+    pub async fn search(
+        &self,
+        engine: &crate::search::SearchEngine,
+        payer: &Payer,
+        rules: &Rules,
+        query: &str,
+        filters: &app::search::Filters,
+    ) -> Result<app::search::SearchResults, Metered> {
+        crate::search::clean_query(query)?;
+        crate::search::check_filters(filters)?;
+        let key = crate::search::cache::results_key("quota", query, filters);
+        let flight_key = format!("{}\n{key}", payer.subject);
+        let (joined, sender) = {
+            let mut in_flight = self
+                .in_flight
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            match in_flight.get(&flight_key) {
+                Some(receiver) => (Some(receiver.clone()), None),
+                None => {
+                    let (sender, receiver) = watch::channel(None);
+                    in_flight.insert(flight_key.clone(), receiver);
+                    (None, Some(sender))
+                }
+            }
+        };
+        if let Some(mut receiver) = joined {
+            if let Ok(outcome) = receiver.wait_for(Option::is_some).await
+                && let Some(Some(results)) = outcome.clone()
+            {
+                crate::metrics::search_joined();
+                return Ok(results);
+            }
+            // The search it joined failed: this one runs (and pays) on its own.
+            return run_metered(engine, payer, rules, query, filters, &key).await;
+        }
+        let sender = sender.expect("the leader has the sender");
+        let landing = Landing {
+            in_flight: self.in_flight.clone(),
+            key: flight_key,
+        };
+        let (engine, payer, rules) = (engine.clone(), payer.clone(), *rules);
+        let (query, filters) = (query.to_string(), filters.clone());
+        let task = tokio::spawn(async move {
+            let _landing = landing;
+            let outcome = run_metered(&engine, &payer, &rules, &query, &filters, &key).await;
+            sender.send_replace(Some(outcome.as_ref().ok().cloned()));
+            outcome
+        });
+        match task.await {
+            Ok(outcome) => outcome,
+            Err(join_error) => std::panic::resume_unwind(join_error.into_panic()),
+        }
+    }
+}
+
+/// Reserve → search → confirm (or refund): a refused reservation runs nothing; a search that
 /// answers confirms its unit (and is not served if that cannot be written), and one that fails
 /// gives its unit back.
-pub async fn metered_search(
+async fn run_metered(
     engine: &crate::search::SearchEngine,
     payer: &Payer,
     rules: &Rules,
     query: &str,
     filters: &app::search::Filters,
+    key: &str,
 ) -> Result<app::search::SearchResults, Metered> {
-    crate::search::clean_query(query)?;
-    crate::search::check_filters(filters)?;
     let plan = payer.plan;
-    let key = crate::search::cache::results_key("quota", query, filters);
-    let reservation = reserve_for(engine.pool(), payer, rules, &key, None).await?;
+    let reservation = reserve_for(engine.pool(), payer, rules, key, None).await?;
     let usage = match &reservation {
         Reservation::Counted { usage, .. } | Reservation::Repeat { usage } => usage.clone(),
         Reservation::Refused { usage } => {

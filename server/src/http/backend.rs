@@ -16,6 +16,7 @@ use crate::{
 
 pub struct PagesBackend {
     pub search: SearchEngine,
+    pub meter: quota::Meter,
     pub site: SiteConfig,
     /// Stripe is configured.
     pub billing: bool,
@@ -69,7 +70,8 @@ impl Backend for PagesBackend {
         filters: &Filters,
     ) -> Result<SearchResults, BackendError> {
         let (payer, _) = accounts::payer(self.search.pool(), request).await?;
-        quota::metered_search(&self.search, &payer, &self.site.rules, query, filters)
+        self.meter
+            .search(&self.search, &payer, &self.site.rules, query, filters)
             .await
             .map_err(|error| match error {
                 Metered::Exhausted(quota) => BackendError::Refused(Refusal::QuotaExhausted(quota)),

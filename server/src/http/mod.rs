@@ -63,6 +63,8 @@ pub struct AppState {
     pub leptos_options: LeptosOptions,
     pub pool: PgPool,
     pub search: SearchEngine,
+    /// Charges text searches (one task and one unit per payer and query in flight).
+    pub meter: crate::quota::Meter,
     pub site: SiteConfig,
     /// Stripe, when configured.
     pub billing: Option<crate::billing::Billing>,
@@ -79,6 +81,7 @@ impl AppState {
             leptos_options,
             pool,
             search,
+            meter: crate::quota::Meter::default(),
             site,
             billing: None,
         }
@@ -107,6 +110,7 @@ pub fn router(state: AppState) -> Router {
     let options = state.leptos_options.clone();
     let pages_backend: SharedBackend = Arc::new(backend::PagesBackend {
         search: state.search.clone(),
+        meter: state.meter.clone(),
         site: state.site.clone(),
         billing: state.billing.is_some(),
     });
@@ -271,14 +275,16 @@ async fn api_search(
         genres: params.genre.into_iter().filter(|g| !g.is_empty()).collect(),
     };
     let (payer, _) = crate::accounts::payer(&state.pool, &request).await?;
-    let results = crate::quota::metered_search(
-        &state.search,
-        &payer,
-        &state.site.rules,
-        &params.q,
-        &filters,
-    )
-    .await?;
+    let results = state
+        .meter
+        .search(
+            &state.search,
+            &payer,
+            &state.site.rules,
+            &params.q,
+            &filters,
+        )
+        .await?;
     Ok(Json(results))
 }
 

@@ -9,6 +9,7 @@
 mod common;
 
 mod accounts;
+mod allowance;
 mod anilist;
 mod billing;
 mod catalog;

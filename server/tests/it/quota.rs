@@ -72,34 +72,34 @@ async fn two_hundred_concurrent_searches_with_thirty_left_record_exactly_thirty(
 }
 
 #[sqlx::test(migrations = "../migrations")]
-async fn twenty_concurrent_identical_queries_count_once(pool: PgPool) {
-    let tasks: Vec<_> = (0..20)
-        .map(|_| {
-            let pool = pool.clone();
-            tokio::spawn(async move {
-                reserve(&pool, "visitor:a", Plan::Anonymous, "same query", Some(T0))
-                    .await
-                    .unwrap()
-            })
-        })
-        .collect();
-    let mut outcomes = Vec::new();
-    for task in tasks {
-        outcomes.push(task.await.unwrap());
-    }
-    let counted = outcomes
-        .iter()
-        .filter(|o| matches!(o, Reservation::Counted { .. }))
-        .count();
-    let repeats = outcomes
-        .iter()
-        .filter(|o| matches!(o, Reservation::Repeat { .. }))
-        .count();
-    assert_eq!((counted, repeats), (1, 19));
+async fn a_repeat_is_free_only_once_the_earlier_unit_is_confirmed(pool: PgPool) {
+    // Pending: its search may never answer (a client that hung up used to get the repeat free
+    // while the unit lapsed). Identical searches in flight share one unit in `quota::Meter`.
+    let first = quota::reserve(&pool, "visitor:a", Plan::Anonymous, "same query", Some(T0))
+        .await
+        .unwrap();
+    let Reservation::Counted { usage_id, .. } = first else {
+        panic!("{first:?}")
+    };
+    let while_pending = quota::reserve(&pool, "visitor:a", Plan::Anonymous, "same query", Some(T0))
+        .await
+        .unwrap();
+    assert!(
+        matches!(while_pending, Reservation::Counted { .. }),
+        "{while_pending:?}"
+    );
+    quota::confirm(&pool, usage_id).await.unwrap();
+    let after_confirm = quota::reserve(&pool, "visitor:a", Plan::Anonymous, "same query", Some(T0))
+        .await
+        .unwrap();
+    assert!(
+        matches!(after_confirm, Reservation::Repeat { .. }),
+        "{after_confirm:?}"
+    );
     let usage = quota::usage(&pool, "visitor:a", Plan::Anonymous, Some(T0))
         .await
         .unwrap();
-    assert_eq!((usage.used, usage.remaining()), (1, 9));
+    assert_eq!((usage.used, usage.remaining()), (2, 8));
 }
 
 #[sqlx::test(migrations = "../migrations")]

@@ -1,0 +1,149 @@
+//! The allowance against a determined client, through the real server over HTTP: every served
+//! search is paid for exactly once whatever the client does (drops the connection, sends copies
+//! in parallel).
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use server::search::rerank::{Candidate, LocalReranker, RerankError, Reranker};
+use sqlx::PgPool;
+
+use crate::common::{self, Browser};
+
+/// The local reranker, slowed down (so a search takes long enough to give up on) and counting
+/// its calls (one per pipeline run that reaches the rerank stage).
+struct SlowCountingReranker {
+    delay: Duration,
+    calls: Arc<AtomicUsize>,
+}
+
+#[async_trait::async_trait]
+impl Reranker for SlowCountingReranker {
+    fn name(&self) -> String {
+        "slow-local".into()
+    }
+
+    async fn rerank(&self, query: &str, candidates: &[Candidate]) -> Result<Vec<i32>, RerankError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        tokio::time::sleep(self.delay).await;
+        LocalReranker::default().rerank(query, candidates).await
+    }
+
+    fn skips_when_confident(&self) -> bool {
+        false
+    }
+}
+
+async fn slow_app(pool: &PgPool, delay: Duration) -> (common::TestApp, Arc<AtomicUsize>) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let engine = common::demo_engine(pool)
+        .await
+        .with_reranker(Arc::new(SlowCountingReranker {
+            delay,
+            calls: calls.clone(),
+        }));
+    let app = common::spawn_app_on(pool.clone(), engine, |_| {}, |_| None).await;
+    (app, calls)
+}
+
+/// The visitor's stored units: (confirmed, pending, refunded).
+async fn units(pool: &PgPool) -> (i64, i64, i64) {
+    sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE confirmed_at IS NOT NULL AND refunded_at IS NULL),
+                count(*) FILTER (WHERE confirmed_at IS NULL AND refunded_at IS NULL),
+                count(*) FILTER (WHERE refunded_at IS NOT NULL)
+         FROM search_usage WHERE subject LIKE 'visitor:%'",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap()
+}
+
+async fn used(browser: &Browser) -> i64 {
+    let page = browser.get("/api/search?q=kino+viaja+por+paises").await;
+    assert_eq!(page.status(), 200);
+    let body: serde_json::Value = page.json().await.unwrap();
+    body["quota"]["used"].as_i64().unwrap()
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_search_whose_client_hung_up_is_still_confirmed_and_paid_once(pool: PgPool) {
+    let (app, _) = slow_app(&pool, Duration::from_millis(600)).await;
+    let browser = Browser::new(&app);
+    // A first request gives the visitor its cookie.
+    browser.get("/").await;
+    let cookie = browser.cookie(server::accounts::visitor::COOKIE).unwrap();
+    let path = "/api/search?q=un+hombre+que+viaja+entre+bichos";
+    // A client that gives up after 50 ms: the connection closes mid-search.
+    let impatient = reqwest::Client::builder()
+        .timeout(Duration::from_millis(50))
+        .build()
+        .unwrap();
+    let gave_up = impatient
+        .get(app.url(path))
+        .header(
+            "cookie",
+            format!("{}={cookie}", server::accounts::visitor::COOKIE),
+        )
+        .send()
+        .await;
+    assert!(gave_up.is_err(), "the client was meant to give up");
+    // The search goes on without its client and confirms its unit.
+    let mut waited = Duration::ZERO;
+    while units(&pool).await != (1, 0, 0) {
+        assert!(
+            waited < Duration::from_secs(10),
+            "units (confirmed, pending, refunded): {:?}",
+            units(&pool).await
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += Duration::from_millis(50);
+    }
+    // The same query again is a repeat of a paid search: served, not charged.
+    let again = browser.get(path).await;
+    assert_eq!(again.status(), 200);
+    let body: serde_json::Value = again.json().await.unwrap();
+    assert_eq!(body["quota"]["used"], 1, "{body}");
+    assert_eq!(units(&pool).await, (1, 0, 0));
+    // Another query costs its unit.
+    assert_eq!(used(&browser).await, 2);
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn twenty_identical_searches_in_parallel_run_once_and_pay_once(pool: PgPool) {
+    let (app, calls) = slow_app(&pool, Duration::from_millis(300)).await;
+    let browser = Arc::new(Browser::new(&app));
+    browser.get("/").await;
+    let copies: Vec<_> = (0..20)
+        .map(|_| {
+            let browser = browser.clone();
+            tokio::spawn(async move {
+                let response = browser
+                    .get("/api/search?q=piratas+buscando+un+tesoro")
+                    .await;
+                assert_eq!(response.status(), 200);
+                let body: serde_json::Value = response.json().await.unwrap();
+                (
+                    body["quota"]["used"].as_i64().unwrap(),
+                    body["hits"][0]["anime"]["id"].as_i64().unwrap(),
+                )
+            })
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for copy in copies {
+        answers.push(copy.await.unwrap());
+    }
+    assert!(
+        answers.iter().all(|&a| a == answers[0]),
+        "every copy got the same page: {answers:?}"
+    );
+    assert_eq!(answers[0].0, 1, "one unit");
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "one pipeline run");
+    assert_eq!(units(&pool).await, (1, 0, 0));
+}
