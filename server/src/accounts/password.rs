@@ -38,13 +38,26 @@ pub fn check(password: &str) -> Result<(), PasswordError> {
     }
 }
 
-static HASHING: LazyLock<Arc<Semaphore>> = LazyLock::new(|| {
-    Arc::new(Semaphore::new(
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1),
-    ))
-});
+/// Hashes running at once: one per core.
+fn hashing_permits() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+static HASHING: LazyLock<Arc<Semaphore>> =
+    LazyLock::new(|| Arc::new(Semaphore::new(hashing_permits())));
+
+/// Takes every hashing permit until the guard is dropped: while it is held, any hashing waits.
+/// For tests proving that a path hashes nothing (a bogus sign-up confirmation).
+#[doc(hidden)]
+pub async fn hold_every_permit() -> tokio::sync::OwnedSemaphorePermit {
+    HASHING
+        .clone()
+        .acquire_many_owned(hashing_permits() as u32)
+        .await
+        .expect("the semaphore is never closed")
+}
 
 /// A hash of a password nobody has, verified when an email is unknown so that a log-in for an
 /// unknown email costs the same time as one with a wrong password.

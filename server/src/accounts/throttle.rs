@@ -1,4 +1,5 @@
-//! Throttling of log-in attempts and sign-up requests, per address and per client network. The
+//! Throttling of log-in attempts, sign-up requests and sign-up confirmations, per address (for a
+//! confirmation: per link) and per client network. The
 //! counts live in PostgreSQL (`auth_attempts`), not in memory, so every app server behind a load
 //! balancer sees the same counts and a restart forgets nothing. Addresses are counted whether or
 //! not an account exists, so being throttled says nothing about an address.
@@ -15,6 +16,8 @@ pub enum Attempt {
     LogIn,
     /// A sign-up request (each one sends a mail).
     SignUp,
+    /// A sign-up link confirmed with a password (keyed by the link, not an address).
+    Confirm,
 }
 
 /// How many attempts of a kind are allowed in a window.
@@ -34,6 +37,7 @@ impl Attempt {
         match self {
             Attempt::LogIn => "login",
             Attempt::SignUp => "signup",
+            Attempt::Confirm => "confirm",
         }
     }
 
@@ -52,6 +56,14 @@ impl Attempt {
                 per_address: 3,
                 per_network: 10,
                 window_minutes: 60,
+            },
+            // A real link is confirmed once or twice (a too-short password first); made-up links
+            // come in floods from one network.
+            Attempt::Confirm => Limits {
+                per_address_and_network: 10,
+                per_address: 20,
+                per_network: 20,
+                window_minutes: 15,
             },
         }
     }

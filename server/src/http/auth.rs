@@ -82,6 +82,7 @@ pub struct ConfirmForm {
 pub async fn confirm(
     State(state): State<AppState>,
     Extension(visitor): Extension<Visitor>,
+    Extension(network): Extension<ClientNetwork>,
     session: Session,
     Form(form): Form<ConfirmForm>,
 ) -> Result<Redirect, ApiError> {
@@ -97,7 +98,7 @@ pub async fn confirm(
     if !token_ok(&state, &visitor, &form.csrf) {
         return Ok(again("form"));
     }
-    match accounts::confirm_sign_up(&state.pool, &form.token, &form.password).await? {
+    match accounts::confirm_sign_up(&state.pool, &form.token, &form.password, &network.0).await? {
         Confirmation::Created(user) => {
             accounts::start_session(&session, &user).await?;
             tracing::info!(user = user.id, "account created");
@@ -106,6 +107,7 @@ pub async fn confirm(
         Confirmation::BadPassword(error) => Ok(again(code(FormError::Password(error)))),
         Confirmation::AlreadyRegistered => Ok(back_to("/login", "registered")),
         Confirmation::Invalid => Ok(back_to("/register", "link")),
+        Confirmation::Throttled(minutes) => Ok(again(code(FormError::Throttled(minutes)))),
     }
 }
 

@@ -363,6 +363,35 @@ async fn repeated_failures_are_throttled_per_address_and_per_network(pool: PgPoo
 }
 
 #[sqlx::test(migrations = "../migrations")]
+async fn made_up_sign_up_links_hash_nothing_and_are_throttled_per_network(pool: PgPool) {
+    let app = common::spawn_app_with(pool.clone(), |site| site.visitors.behind_proxy = true).await;
+    let flood = Browser::from_network(&app, "203.0.113.9");
+    {
+        // Every hashing permit is taken: a confirmation that hashed would wait for one. Made-up
+        // links are answered at once, without a hash.
+        let _held = server::accounts::password::hold_every_permit().await;
+        for i in 0..20 {
+            let made_up = format!("{i:064x}");
+            let answer =
+                tokio::time::timeout(Duration::from_secs(5), confirm(&flood, &made_up, PASSWORD))
+                    .await
+                    .expect("answered without hashing");
+            assert_eq!(location(&answer), "/register?error=link");
+        }
+    }
+    // The network has used its confirmations for the window.
+    let throttled = confirm(&flood, &format!("{:064x}", 99), PASSWORD).await;
+    assert!(
+        location(&throttled).ends_with("error=throttled"),
+        "{}",
+        location(&throttled)
+    );
+    // Someone on another network signs up as usual.
+    let owner = Browser::from_network(&app, "198.51.100.7");
+    register(&owner, &pool, "new@example.com").await;
+}
+
+#[sqlx::test(migrations = "../migrations")]
 async fn a_burst_of_concurrent_guesses_gets_no_more_than_the_limit(pool: PgPool) {
     common::spawn_app(pool.clone()).await;
     common::insert_user(&pool, "max@example.com", PASSWORD).await;
