@@ -95,6 +95,11 @@ impl Billing {
         })
     }
 
+    /// The price of the Premium subscription (`price_…`).
+    pub fn price_id(&self) -> &str {
+        &self.price_id
+    }
+
     pub fn webhook_secret(&self) -> &str {
         &self.webhook_secret
     }
@@ -118,6 +123,9 @@ impl Billing {
                 ..Default::default()
             }])
             .client_reference_id(user.id.to_string())
+            // The webhook grants Premium only to Checkouts that carry this price (made here),
+            // not to a Payment Link or another product's Checkout on the same Stripe account.
+            .metadata([(webhook::PRICE_METADATA.to_string(), self.price_id.clone())])
             .success_url(format!(
                 "{}/premium/success?session_id={{CHECKOUT_SESSION_ID}}",
                 self.public_url

@@ -25,6 +25,10 @@ pub enum Handled {
     Ignored(String),
 }
 
+/// Checkout Session metadata key naming the price the session was made for (by
+/// [`super::Billing::checkout_url`]).
+pub const PRICE_METADATA: &str = "zenbu_price";
+
 /// Subscription statuses that give Premium.
 const PREMIUM_STATUSES: [&str; 2] = ["active", "trialing"];
 
@@ -49,13 +53,16 @@ pub enum Change {
         customer: Option<String>,
         subscription: Option<String>,
         paid: bool,
+        /// The price in the session's metadata (set on the sessions Zenbu makes).
+        price: Option<String>,
     },
-    /// A subscription's state (updated or deleted).
+    /// A subscription's state (updated or deleted) and the prices of its items.
     Subscription {
         id: String,
         customer: String,
         status: String,
         period_end: Option<i64>,
+        prices: Vec<String>,
     },
     /// An invoice payment failed.
     PaymentFailed {
@@ -105,6 +112,10 @@ pub fn read_delivery(
                 session.payment_status.as_str(),
                 "paid" | "no_payment_required"
             ),
+            price: session
+                .metadata
+                .as_ref()
+                .and_then(|metadata| metadata.get(PRICE_METADATA).cloned()),
         },
         EventObject::CustomerSubscriptionUpdated(subscription)
         | EventObject::CustomerSubscriptionDeleted(subscription) => Change::Subscription {
@@ -117,6 +128,12 @@ pub fn read_delivery(
                 .iter()
                 .map(|item| item.current_period_end)
                 .max(),
+            prices: subscription
+                .items
+                .data
+                .iter()
+                .map(|item| item.price.id.as_str().to_string())
+                .collect(),
         },
         EventObject::InvoicePaymentFailed(invoice) => Change::PaymentFailed {
             invoice: invoice.id.as_ref().map(|id| id.as_str().to_string()),
@@ -140,10 +157,13 @@ pub fn read_delivery(
     })
 }
 
-/// Verifies and applies one delivery. `now` overrides the clock (Unix seconds; tests only).
+/// Verifies and applies one delivery: Premium comes only from a subscription to `price` (a
+/// Checkout made for it, a subscription whose items hold it). `now` overrides the clock (Unix
+/// seconds; tests only).
 pub async fn handle(
     pool: &PgPool,
     secret: &str,
+    price: &str,
     payload: &str,
     signature: &str,
     now: Option<i64>,
@@ -179,7 +199,8 @@ pub async fn handle(
             customer: Some(customer),
             subscription: Some(subscription),
             paid,
-        } => {
+            price: Some(session_price),
+        } if session_price == price => {
             link_customer(&mut tx, user, &customer).await?;
             claim_subscription(&mut tx, &subscription, &customer, user, paid, created).await?;
             refresh_plans(&mut tx, &customer).await?;
@@ -190,16 +211,15 @@ pub async fn handle(
             customer,
             status,
             period_end,
+            prices,
         } => {
-            record_subscription(
-                &mut tx,
-                &subscription,
-                &customer,
-                &status,
+            let state = SubscriptionState {
+                status: &status,
                 period_end,
-                created,
-            )
-            .await?;
+                ours: prices.iter().any(|p| p == price),
+                event_created: created,
+            };
+            record_subscription(&mut tx, &subscription, &customer, &state).await?;
             refresh_plans(&mut tx, &customer).await?;
             true
         }
@@ -250,9 +270,9 @@ async fn link_customer(
     Ok(())
 }
 
-/// Records that `user`'s Checkout created `subscription`. Its state is set (active, as of this
-/// event) only if no subscription event has reported one yet: a completed Checkout never
-/// overrides what Stripe said about the subscription itself.
+/// Records that `user`'s Checkout (made for the Premium price) created `subscription`. Its
+/// state is set (active, as of this event) only if no subscription event has reported one yet:
+/// a completed Checkout never overrides what Stripe said about the subscription itself.
 async fn claim_subscription(
     tx: &mut Transaction<'_, Postgres>,
     subscription: &str,
@@ -277,37 +297,51 @@ async fn claim_subscription(
     Ok(())
 }
 
-/// Stores a subscription's state unless a newer event already did.
+/// What one subscription event says about a subscription.
+struct SubscriptionState<'a> {
+    status: &'a str,
+    period_end: Option<i64>,
+    /// Its items hold the Premium price.
+    ours: bool,
+    event_created: i64,
+}
+
+/// Stores a subscription's state unless a newer event already did. Event times are whole
+/// seconds, so an update and a cancellation can share one: then the cancellation stays (a
+/// cancelled subscription never becomes active again in Stripe).
 async fn record_subscription(
     tx: &mut Transaction<'_, Postgres>,
     id: &str,
     customer: &str,
-    status: &str,
-    period_end: Option<i64>,
-    event_created: i64,
+    state: &SubscriptionState<'_>,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "INSERT INTO stripe_subscriptions (id, customer_id, status, current_period_end, event_created)
-         VALUES ($1, $2, $3, to_timestamp($4), $5)
+        "INSERT INTO stripe_subscriptions
+             (id, customer_id, status, current_period_end, event_created, premium_price)
+         VALUES ($1, $2, $3, to_timestamp($4), $5, $6)
          ON CONFLICT (id) DO UPDATE SET
              status = excluded.status,
              current_period_end = coalesce(excluded.current_period_end, stripe_subscriptions.current_period_end),
              event_created = excluded.event_created,
+             premium_price = excluded.premium_price,
              updated_at = now()
-         WHERE stripe_subscriptions.event_created <= excluded.event_created",
+         WHERE stripe_subscriptions.event_created < excluded.event_created
+            OR (stripe_subscriptions.event_created = excluded.event_created
+                AND stripe_subscriptions.status <> 'canceled')",
     )
     .bind(id)
     .bind(customer)
-    .bind(status)
-    .bind(period_end.map(|t| t as f64))
-    .bind(event_created)
+    .bind(state.status)
+    .bind(state.period_end.map(|t| t as f64))
+    .bind(state.event_created)
+    .bind(state.ours)
     .execute(&mut **tx)
     .await?;
     Ok(())
 }
 
 /// Sets the plan of the users behind `customer`: Premium while any of their subscriptions
-/// (claimed by their Checkout, or of their customer) is active or trialing.
+/// (claimed by their Checkout, or of their customer) to the Premium price is active or trialing.
 async fn refresh_plans(
     tx: &mut Transaction<'_, Postgres>,
     customer: &str,
@@ -316,7 +350,7 @@ async fn refresh_plans(
         "UPDATE users u SET plan = CASE WHEN EXISTS (
                  SELECT 1 FROM stripe_subscriptions s
                   WHERE (s.user_id = u.id OR s.customer_id = u.stripe_customer_id)
-                    AND s.status = ANY($2))
+                    AND s.status = ANY($2) AND s.premium_price)
              THEN 'premium' ELSE 'free' END
           WHERE u.stripe_customer_id = $1
              OR u.id IN (SELECT user_id FROM stripe_subscriptions WHERE customer_id = $1)",

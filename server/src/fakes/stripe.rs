@@ -63,6 +63,8 @@ struct CheckoutSession {
     success_url: String,
     cancel_url: String,
     completed: bool,
+    /// `metadata[key]=value` fields of the creation request.
+    metadata: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Default)]
@@ -299,6 +301,13 @@ async fn create_checkout_session(
         success_url: success_url.to_string(),
         cancel_url: cancel_url.to_string(),
         completed: false,
+        metadata: form
+            .iter()
+            .filter_map(|(name, value)| {
+                let key = name.strip_prefix("metadata[")?.strip_suffix(']')?;
+                Some((key.to_string(), value.clone()))
+            })
+            .collect(),
     };
     let body =
         events::checkout_session(&id, &session_json_fields(&session, None), &shared.base_url);
@@ -316,6 +325,7 @@ fn session_json_fields(session: &CheckoutSession, subscription: Option<&str>) ->
         "cancel_url": session.cancel_url,
         "status": if session.completed { "complete" } else { "open" },
         "payment_status": if session.completed { "paid" } else { "unpaid" },
+        "metadata": session.metadata,
     })
 }
 
@@ -444,7 +454,8 @@ async fn set_status(shared: &Arc<Shared>, subscription: &str, status: &str) -> O
     } else {
         "customer.subscription.updated"
     };
-    let object = events::subscription(subscription, &customer, status);
+    let price = shared.config.lock().unwrap().price_id.clone();
+    let object = events::subscription(subscription, &customer, status, &price);
     deliver(shared, kind, object).await
 }
 
@@ -564,7 +575,8 @@ pub mod events {
         session
     }
 
-    pub fn subscription(id: &str, customer: &str, status: &str) -> Value {
+    /// A subscription with one item, at `price`.
+    pub fn subscription(id: &str, customer: &str, status: &str, price: &str) -> Value {
         let start = now() - 60;
         let period_end = start + 30 * 86_400;
         json!({
@@ -582,13 +594,13 @@ pub mod events {
                     "current_period_start": start, "current_period_end": period_end,
                     "discounts": [], "metadata": {}, "quantity": 1, "subscription": id,
                     "plan": {
-                        "id": "price_premium", "object": "plan", "active": true,
+                        "id": price, "object": "plan", "active": true,
                         "billing_scheme": "per_unit", "created": start, "currency": "usd",
                         "interval": "month", "interval_count": 1, "livemode": false,
                         "usage_type": "licensed",
                     },
                     "price": {
-                        "id": "price_premium", "object": "price", "active": true,
+                        "id": price, "object": "price", "active": true,
                         "billing_scheme": "per_unit", "created": start, "currency": "usd",
                         "livemode": false, "metadata": {}, "product": "prod_premium",
                         "type": "recurring",

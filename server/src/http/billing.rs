@@ -137,6 +137,7 @@ pub async fn stripe_webhook(
     match webhook::handle(
         &state.pool,
         billing.webhook_secret(),
+        billing.price_id(),
         payload,
         signature,
         None,

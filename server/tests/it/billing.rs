@@ -100,6 +100,7 @@ async fn go_premium_creates_a_subscription_checkout_and_the_webhook_sets_premium
     assert_eq!(request.field("mode"), Some("subscription"));
     assert_eq!(request.field("line_items[0][price]"), Some(PRICE));
     assert_eq!(request.field("line_items[0][quantity]"), Some("1"));
+    assert_eq!(request.field("metadata[zenbu_price]"), Some(PRICE));
     assert_eq!(
         request.field("client_reference_id"),
         Some(shop.user_id.to_string().as_str())
@@ -234,10 +235,17 @@ async fn cancelling_or_not_paying_returns_to_free_and_a_new_checkout_reuses_the_
 
 /// Hands a payload signed at `t` straight to the webhook handler (clock at `t`).
 async fn deliver(pool: &PgPool, t: i64, payload: String) -> webhook::Handled {
-    webhook::handle(pool, SECRET, &payload, &sign(&payload, SECRET, t), Some(t))
-        .await
-        .unwrap()
-        .unwrap()
+    webhook::handle(
+        pool,
+        SECRET,
+        PRICE,
+        &payload,
+        &sign(&payload, SECRET, t),
+        Some(t),
+    )
+    .await
+    .unwrap()
+    .unwrap()
 }
 
 /// Delivers `payload` to the app's webhook with `signature`; (status, body).
@@ -258,6 +266,7 @@ fn completed_event(id: &str, created: i64, user_id: i64) -> String {
         &serde_json::json!({
             "client_reference_id": user_id.to_string(), "customer": "cus_manual",
             "subscription": "sub_manual", "status": "complete", "payment_status": "paid",
+            "metadata": { webhook::PRICE_METADATA: PRICE },
         }),
         "http://fake",
     );
@@ -304,7 +313,7 @@ async fn forged_stale_and_replayed_events_change_nothing(pool: PgPool) {
         "evt_manual_2",
         "customer.subscription.deleted",
         now + 1,
-        events::subscription("sub_manual", "cus_manual", "canceled"),
+        events::subscription("sub_manual", "cus_manual", "canceled", PRICE),
     )
     .to_string();
     let (status, _) = post_webhook(&shop.app, &cancelled, &sign(&cancelled, SECRET, now)).await;
@@ -328,7 +337,7 @@ async fn events_delivered_out_of_order_leave_the_plan_of_the_newest(pool: PgPool
         "evt_b",
         "customer.subscription.deleted",
         t + 50,
-        events::subscription("sub_manual", "cus_manual", "canceled"),
+        events::subscription("sub_manual", "cus_manual", "canceled", PRICE),
     );
     deliver(&pool, t + 100, cancelled.to_string()).await;
     deliver(&pool, t + 100, completed_event("evt_a", t, shop.user_id)).await;
@@ -338,7 +347,7 @@ async fn events_delivered_out_of_order_leave_the_plan_of_the_newest(pool: PgPool
         "evt_c",
         "customer.subscription.updated",
         t + 10,
-        events::subscription("sub_manual", "cus_manual", "active"),
+        events::subscription("sub_manual", "cus_manual", "active", PRICE),
     );
     deliver(&pool, t + 100, active.to_string()).await;
     assert_eq!(plan(&pool, shop.user_id).await, "free");
@@ -373,7 +382,7 @@ async fn premium_holds_while_any_subscription_is_live_whatever_the_order(pool: P
         "evt_live",
         "customer.subscription.updated",
         t - 10,
-        events::subscription("sub_new", "cus_manual", "active"),
+        events::subscription("sub_new", "cus_manual", "active", PRICE),
     );
     deliver(
         &pool,
@@ -387,7 +396,7 @@ async fn premium_holds_while_any_subscription_is_live_whatever_the_order(pool: P
         "evt_old_cancel",
         "customer.subscription.deleted",
         t - 100,
-        events::subscription("sub_manual", "cus_manual", "canceled"),
+        events::subscription("sub_manual", "cus_manual", "canceled", PRICE),
     );
     deliver(&pool, t, old_cancelled.to_string()).await;
     deliver(&pool, t, completed_event("evt_old", t - 200, shop.user_id)).await;
@@ -402,6 +411,78 @@ async fn premium_holds_while_any_subscription_is_live_whatever_the_order(pool: P
     assert!(pending.contains(r#""payment_status":"unpaid""#));
     deliver(&pool, t, pending).await;
     assert_eq!(plan(&pool, other).await, "free");
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn premium_comes_only_from_a_subscription_to_the_premium_price(pool: PgPool) {
+    let shop = shop(&pool).await;
+    let t = events::now() - 100;
+    // Checkouts Zenbu did not make for the Premium price (a Payment Link, a cheaper product on
+    // the same account): the user's id and a paid subscription are not enough.
+    let cheaper = completed_event("evt_cheap", t, shop.user_id).replace(PRICE, "price_cheap");
+    let unmarked = completed_event("evt_link", t + 1, shop.user_id)
+        .replace(webhook::PRICE_METADATA, "something_else");
+    for payload in [cheaper, unmarked] {
+        assert!(matches!(
+            deliver(&pool, t + 50, payload).await,
+            webhook::Handled::Ignored(_)
+        ));
+        assert_eq!(plan(&pool, shop.user_id).await, "free");
+    }
+    let foreign_update = events::event(
+        "evt_cheap_update",
+        "customer.subscription.updated",
+        t + 2,
+        events::subscription("sub_cheap", "cus_manual", "active", "price_cheap"),
+    );
+    deliver(&pool, t + 50, foreign_update.to_string()).await;
+    assert_eq!(plan(&pool, shop.user_id).await, "free");
+    // Zenbu's own Checkout: Premium; moved to another price later: no longer.
+    deliver(
+        &pool,
+        t + 50,
+        completed_event("evt_ours", t + 3, shop.user_id),
+    )
+    .await;
+    assert_eq!(plan(&pool, shop.user_id).await, "premium");
+    let switched = events::event(
+        "evt_switched",
+        "customer.subscription.updated",
+        t + 4,
+        events::subscription("sub_manual", "cus_manual", "active", "price_cheap"),
+    );
+    deliver(&pool, t + 50, switched.to_string()).await;
+    assert_eq!(plan(&pool, shop.user_id).await, "free");
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn an_update_in_the_same_second_never_overwrites_a_cancellation(pool: PgPool) {
+    let shop = shop(&pool).await;
+    let t = events::now() - 100;
+    deliver(&pool, t + 50, completed_event("evt_a", t, shop.user_id)).await;
+    assert_eq!(plan(&pool, shop.user_id).await, "premium");
+    let at = |id: &str, kind: &str, status: &str| {
+        events::event(
+            id,
+            kind,
+            t + 10,
+            events::subscription("sub_manual", "cus_manual", status, PRICE),
+        )
+        .to_string()
+    };
+    deliver(
+        &pool,
+        t + 50,
+        at("evt_b", "customer.subscription.deleted", "canceled"),
+    )
+    .await;
+    deliver(
+        &pool,
+        t + 50,
+        at("evt_c", "customer.subscription.updated", "active"),
+    )
+    .await;
+    assert_eq!(plan(&pool, shop.user_id).await, "free");
 }
 
 #[sqlx::test(migrations = "../migrations")]

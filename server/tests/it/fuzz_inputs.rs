@@ -104,7 +104,8 @@ fn webhook_seeds_are_read_as_the_events_they_are() {
             user: Some(42),
             customer: Some("cus_1".into()),
             subscription: Some("sub_1".into()),
-            paid: true
+            paid: true,
+            price: Some("price_1".into()),
         }
     );
     assert!(matches!(
