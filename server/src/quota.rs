@@ -299,8 +299,10 @@ fn standing_sql(plan: Plan) -> String {
              FROM clock
          )
          SELECT to_char(p.t AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'),
+                -- Confirmed, or reserved so recently that its search may still be running.
                 (SELECT count(*) FROM search_usage u
-                  WHERE u.subject = $1 AND {live}
+                  WHERE u.subject = $1 AND u.refunded_at IS NULL
+                    AND (u.confirmed_at IS NOT NULL OR u.counted_at > p.t - interval '{IN_FLIGHT}')
                     AND u.counted_at >= p.starts AND u.counted_at < p.ends),
                 to_char(p.ends AT TIME ZONE 'UTC', 'YYYY-MM-DD'),
                 EXISTS (SELECT 1 FROM search_usage u
@@ -308,12 +310,7 @@ fn standing_sql(plan: Plan) -> String {
                            AND u.refunded_at IS NULL AND u.confirmed_at IS NOT NULL
                            AND u.counted_at > p.t - interval '{REPEAT_WINDOW}'
                            AND u.counted_at <= p.t)
-         FROM period p",
-        // Confirmed, or reserved so recently that its search may still be running.
-        live = format!(
-            "u.refunded_at IS NULL
-             AND (u.confirmed_at IS NOT NULL OR u.counted_at > p.t - interval '{IN_FLIGHT}')"
-        )
+         FROM period p"
     )
 }
 
