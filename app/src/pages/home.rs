@@ -215,6 +215,7 @@ fn RefusalNotice(refusal: Refusal) -> impl IntoView {
         Refusal::QuotaExhausted(_) | Refusal::TooManyNewVisitors { .. } => {
             http::StatusCode::TOO_MANY_REQUESTS
         }
+        Refusal::FromAnotherSite => http::StatusCode::OK,
     });
     match refusal {
         Refusal::EmptyQuery => {
@@ -222,6 +223,10 @@ fn RefusalNotice(refusal: Refusal) -> impl IntoView {
         }
         Refusal::QueryTooLong { max } => {
             view! { <p class="notice error" role="alert">{lang.query_too_long(max)}</p> }.into_any()
+        }
+        Refusal::FromAnotherSite => {
+            view! { <p class="notice from-another-site" role="status">{t.from_another_site}</p> }
+                .into_any()
         }
         Refusal::QuotaExhausted(quota) => view! {
             <section class="notice error quota-exhausted" role="alert">

@@ -69,6 +69,11 @@ impl Backend for PagesBackend {
         query: &str,
         filters: &Filters,
     ) -> Result<SearchResults, BackendError> {
+        // A search link followed from another site shows the form filled in; it runs when
+        // submitted here.
+        if super::security::from_another_site(&request.headers) {
+            return Err(BackendError::Refused(Refusal::FromAnotherSite));
+        }
         let (payer, _) = accounts::payer(self.search.pool(), request).await?;
         self.meter
             .search(&self.search, &payer, &self.site.rules, query, filters)

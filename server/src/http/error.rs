@@ -26,6 +26,10 @@ pub enum ApiError {
         "too many new visitors from your network today (at most {0} a day): sign up for a free account"
     )]
     TooManyNewVisitors(i64),
+    /// A metered request that came from another site (a link or a form elsewhere): it would
+    /// spend the visitor's allowance without them asking.
+    #[error("searches are not run for requests from another site")]
+    CrossSite,
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
 }
@@ -87,6 +91,7 @@ impl IntoResponse for ApiError {
             ApiError::QuotaExhausted(_) | ApiError::TooManyNewVisitors(_) => {
                 StatusCode::TOO_MANY_REQUESTS
             }
+            ApiError::CrossSite => StatusCode::FORBIDDEN,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
         // The cause goes to the log, never to the client.

@@ -274,6 +274,9 @@ async fn api_search(
         year_to: params.to,
         genres: params.genre.into_iter().filter(|g| !g.is_empty()).collect(),
     };
+    if security::from_another_site(&request.headers) {
+        return Err(ApiError::CrossSite);
+    }
     let (payer, _) = crate::accounts::payer(&state.pool, &request).await?;
     let results = state
         .meter

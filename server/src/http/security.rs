@@ -4,7 +4,7 @@
 
 use axum::{
     extract::Request,
-    http::{HeaderName, HeaderValue, header},
+    http::{HeaderMap, HeaderName, HeaderValue, header},
     middleware::Next,
     response::Response,
 };
@@ -27,4 +27,15 @@ pub async fn headers(request: Request, next: Next) -> Response {
         }
     }
     response
+}
+
+/// Whether the browser says this request was started by another site (`Sec-Fetch-Site:
+/// cross-site`; every current browser sends it). SameSite=Lax cookies still come with a
+/// top-level navigation from another site, so a link elsewhere could spend a visitor's
+/// searches: metered requests check this first. Requests without the header (scripts, older
+/// browsers) are taken as they come.
+pub fn from_another_site(headers: &HeaderMap) -> bool {
+    headers
+        .get("sec-fetch-site")
+        .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"cross-site"))
 }

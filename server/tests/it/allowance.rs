@@ -147,3 +147,46 @@ async fn twenty_identical_searches_in_parallel_run_once_and_pay_once(pool: PgPoo
     assert_eq!(calls.load(Ordering::SeqCst), 1, "one pipeline run");
     assert_eq!(units(&pool).await, (1, 0, 0));
 }
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_search_link_followed_from_another_site_spends_nothing(pool: PgPool) {
+    let app = common::spawn_app(pool.clone()).await;
+    let browser = Browser::new(&app);
+    browser.get("/").await;
+    let cookie = format!(
+        "{}={}",
+        server::accounts::visitor::COOKIE,
+        browser.cookie(server::accounts::visitor::COOKIE).unwrap()
+    );
+    let follow = |path: &str, site: &str| {
+        reqwest::Client::new()
+            .get(app.url(path))
+            .header("cookie", &cookie)
+            .header("sec-fetch-site", site)
+            .header("sec-fetch-mode", "navigate")
+            .send()
+    };
+    // A link on another site to the search page: the form, filled in, and no search.
+    let page = follow("/?q=piratas+buscando+un+tesoro", "cross-site")
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.unwrap();
+    assert!(html.contains("opened from another site"), "{html}");
+    assert!(
+        html.contains(r#"value="piratas buscando un tesoro""#),
+        "{html}"
+    );
+    assert!(!html.contains(r#"class="hit""#), "no results: {html}");
+    // The JSON API answers 403 to another site.
+    let api = follow("/api/search?q=piratas", "cross-site").await.unwrap();
+    assert_eq!(api.status(), 403);
+    assert_eq!(units(&pool).await, (0, 0, 0), "nothing charged");
+    // Submitted from the page itself: searched and charged.
+    let submitted = follow("/?q=piratas+buscando+un+tesoro", "same-origin")
+        .await
+        .unwrap();
+    assert_eq!(submitted.status(), 200);
+    assert!(submitted.text().await.unwrap().contains(r#"class="hit""#));
+    assert_eq!(units(&pool).await, (1, 0, 0));
+}
