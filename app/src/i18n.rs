@@ -140,6 +140,19 @@ impl Lang {
         }
     }
 
+    pub fn too_many_network_searches(self, per_day: i64) -> String {
+        match self {
+            Lang::En => format!(
+                "Your network has made {per_day} searches without an account in the last 24 \
+                 hours, the most we allow. With a free account you search on your own allowance."
+            ),
+            Lang::Es => format!(
+                "Tu red ha hecho {per_day} búsquedas sin cuenta en las últimas 24 horas, el \
+                 máximo que permitimos. Con una cuenta gratuita buscas con tu propio cupo."
+            ),
+        }
+    }
+
     pub fn query_too_long(self, max: usize) -> String {
         match self {
             Lang::En => format!("The description is too long: at most {max} characters."),

@@ -159,6 +159,8 @@ pub enum Refusal {
     /// A new anonymous visitor from a network that started too many today (cleared cookies):
     /// HTTP 429.
     TooManyNewVisitors { per_day: i64 },
+    /// Anonymous searches from the visitor's network reached their daily cap: HTTP 429.
+    TooManyFromNetwork { per_day: i64 },
     /// The search link was followed from another site (`Sec-Fetch-Site: cross-site`): the form
     /// is shown filled in and runs, and is charged, only when submitted here.
     FromAnotherSite,

@@ -526,10 +526,12 @@ async fn serve(config: Config) -> Result<()> {
             )?,
             secure: public_url.starts_with("https://"),
             behind_proxy: config.behind_proxy,
+            ipv6_prefix: config.ipv6_network_prefix,
         },
         public_url,
         rules: crate::quota::Rules {
             new_visitors_per_network_per_day: config.new_visitors_per_network,
+            anonymous_searches_per_network_per_day: config.anonymous_searches_per_network,
         },
         dev_mailbox: config.dev_mailbox,
         metrics_token: config

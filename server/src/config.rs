@@ -139,6 +139,17 @@ pub struct Config {
     )]
     pub behind_proxy: bool,
 
+    /// IPv6 clients are grouped into networks by this prefix length for the per-network caps
+    /// and throttles (a /48 is often one customer; 64 gives each household its own).
+    #[arg(
+        long,
+        env = "ZENBU_IPV6_NETWORK_PREFIX",
+        default_value_t = crate::accounts::network::DEFAULT_IPV6_PREFIX,
+        value_parser = clap::value_parser!(u8).range(16..=128),
+        global = true
+    )]
+    pub ipv6_network_prefix: u8,
+
     /// How many new anonymous visitors one network may start in 24 hours.
     #[arg(
         long,
@@ -147,6 +158,16 @@ pub struct Config {
         global = true
     )]
     pub new_visitors_per_network: i64,
+
+    /// How many searches without an account one network may make in 24 hours, whatever the
+    /// visitor ids (default: what the day's new visitors can make, 20 x 10).
+    #[arg(
+        long,
+        env = "ZENBU_ANONYMOUS_SEARCHES_PER_NETWORK",
+        default_value_t = 200,
+        global = true
+    )]
+    pub anonymous_searches_per_network: i64,
 
     /// Serve the mail outbox at /dev/mail (local runs and browser tests; never in production:
     /// it shows sign-up links).

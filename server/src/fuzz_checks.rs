@@ -184,6 +184,7 @@ pub fn cookies(data: &[u8]) {
     }
 
     // The network: X-Forwarded-For counts only behind a proxy, and then only its last entry.
+    const PREFIX: u8 = crate::accounts::network::DEFAULT_IPV6_PREFIX;
     let mut headers = HeaderMap::new();
     if let Ok(value) = HeaderValue::from_str(forwarded) {
         headers.insert("x-forwarded-for", value);
@@ -192,20 +193,22 @@ pub fn cookies(data: &[u8]) {
     let mut extensions = Extensions::new();
     extensions.insert(axum::extract::ConnectInfo(peer));
     assert_eq!(
-        ClientNetwork::from_request(&headers, &extensions, false),
-        ClientNetwork::of(peer.ip())
+        ClientNetwork::from_request(&headers, &extensions, false, PREFIX),
+        ClientNetwork::of(peer.ip(), PREFIX)
     );
     // Behind a proxy: the last entry's address when it is one ("ip" or "ip:port"), else the
     // peer; never an earlier entry.
-    let behind = ClientNetwork::from_request(&headers, &extensions, true);
+    let behind = ClientNetwork::from_request(&headers, &extensions, true, PREFIX);
     let last = forwarded.rsplit(',').next().unwrap_or_default().trim();
     let expected = match headers.contains_key("x-forwarded-for") {
         true => last
             .parse::<std::net::IpAddr>()
             .ok()
             .or_else(|| last.parse::<std::net::SocketAddr>().ok().map(|a| a.ip()))
-            .map_or(ClientNetwork::of(peer.ip()), ClientNetwork::of),
-        false => ClientNetwork::of(peer.ip()),
+            .map_or(ClientNetwork::of(peer.ip(), PREFIX), |ip| {
+                ClientNetwork::of(ip, PREFIX)
+            }),
+        false => ClientNetwork::of(peer.ip(), PREFIX),
     };
     assert_eq!(behind, expected, "{forwarded:?}");
 }

@@ -91,6 +91,9 @@ pub enum Reservation {
     Refused { usage: Usage },
     /// A new anonymous id, from a network that started too many today: the search must not run.
     NetworkCapped { usage: Usage, per_day: i64 },
+    /// Anonymous searches from this network reached their daily cap (whatever the ids): the
+    /// search must not run.
+    NetworkBusy { usage: Usage, per_day: i64 },
 }
 
 /// Who a search is charged to.
@@ -110,12 +113,17 @@ pub struct Rules {
     /// How many anonymous ids one network may start (first counted search) in 24 hours. Clearing
     /// cookies gives a new id and a new allowance; this bounds how far that goes.
     pub new_visitors_per_network_per_day: i64,
+    /// How many anonymous searches one network may make in 24 hours, whatever the ids (ids
+    /// started on other days, or elsewhere, keep their allowance and could be banked).
+    pub anonymous_searches_per_network_per_day: i64,
 }
 
 impl Default for Rules {
     fn default() -> Self {
         Self {
             new_visitors_per_network_per_day: 20,
+            // As many as the new ids of a day can make.
+            anonymous_searches_per_network_per_day: 20 * Plan::Anonymous.limit(),
         }
     }
 }
@@ -165,25 +173,33 @@ pub async fn reserve_for(
         limit: plan.limit(),
         resets_on,
     };
+    let network = payer.network.as_deref().filter(|_| plan == Plan::Anonymous);
     let reservation = if repeat {
         Reservation::Repeat { usage }
     } else if used >= plan.limit() {
         Reservation::Refused { usage }
-    } else if let Some(network) = payer.network.as_deref().filter(|_| plan == Plan::Anonymous)
-        && !network_admits(&mut tx, subject, network, rules, &now).await?
+    } else if let Some(network) = network
+        && let Some(refusal) = network_refusal(&mut tx, subject, network, rules, &now).await?
     {
-        Reservation::NetworkCapped {
-            usage,
-            per_day: rules.new_visitors_per_network_per_day,
+        match refusal {
+            NetworkLimit::NewVisitors => Reservation::NetworkCapped {
+                usage,
+                per_day: rules.new_visitors_per_network_per_day,
+            },
+            NetworkLimit::Searches => Reservation::NetworkBusy {
+                usage,
+                per_day: rules.anonymous_searches_per_network_per_day,
+            },
         }
     } else {
         let usage_id: i64 = sqlx::query_scalar(
-            "INSERT INTO search_usage (subject, query_key, counted_at)
-             VALUES ($1, $2, $3::timestamptz) RETURNING id",
+            "INSERT INTO search_usage (subject, query_key, counted_at, network)
+             VALUES ($1, $2, $3::timestamptz, $4) RETURNING id",
         )
         .bind(subject)
         .bind(query_key)
         .bind(&now)
+        .bind(network)
         .fetch_one(&mut *tx)
         .await?;
         Reservation::Counted {
@@ -198,39 +214,53 @@ pub async fn reserve_for(
     Ok(reservation)
 }
 
-/// Whether `subject` may count a search from `network`: yes when the id has started before;
-/// else only while the network started fewer than the cap in the 24 hours before `now`, and then
-/// the start is recorded (in the caller's transaction).
-async fn network_admits(
+/// A per-network limit an anonymous search ran into.
+enum NetworkLimit {
+    NewVisitors,
+    Searches,
+}
+
+/// Whether an anonymous search of `subject` from `network` is over a per-network limit, under
+/// the network's advisory lock (taken after the subject's, always in that order, so two
+/// visitors cannot deadlock): the network's anonymous searches of the last 24 hours, and, for an
+/// id that never started, the ids the network started in that time (the start is recorded, in
+/// the caller's transaction, when admitted).
+async fn network_refusal(
     tx: &mut sqlx::PgConnection,
     subject: &str,
     network: &str,
     rules: &Rules,
     now: &str,
-) -> Result<bool, sqlx::Error> {
-    let started: bool =
-        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM anonymous_starts WHERE subject = $1)")
-            .bind(subject)
-            .fetch_one(&mut *tx)
-            .await?;
-    if started {
-        return Ok(true);
-    }
+) -> Result<Option<NetworkLimit>, sqlx::Error> {
     sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
         .bind(format!("network:{network}"))
         .execute(&mut *tx)
         .await?;
-    let recent: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM anonymous_starts
-          WHERE network = $1 AND started_at > $2::timestamptz - interval '1 day'
-            AND started_at <= $2::timestamptz",
-    )
+    let (searches, started, recent_starts): (i64, bool, i64) = sqlx::query_as(&format!(
+        "SELECT
+             (SELECT count(*) FROM search_usage u
+               WHERE u.network = $1 AND u.refunded_at IS NULL
+                 AND (u.confirmed_at IS NOT NULL OR u.counted_at > $3::timestamptz - interval '{IN_FLIGHT}')
+                 AND u.counted_at > $3::timestamptz - interval '1 day'
+                 AND u.counted_at <= $3::timestamptz),
+             EXISTS (SELECT 1 FROM anonymous_starts WHERE subject = $2),
+             (SELECT count(*) FROM anonymous_starts
+               WHERE network = $1 AND started_at > $3::timestamptz - interval '1 day'
+                 AND started_at <= $3::timestamptz)"
+    ))
     .bind(network)
+    .bind(subject)
     .bind(now)
     .fetch_one(&mut *tx)
     .await?;
-    if recent >= rules.new_visitors_per_network_per_day {
-        return Ok(false);
+    if searches >= rules.anonymous_searches_per_network_per_day {
+        return Ok(Some(NetworkLimit::Searches));
+    }
+    if started {
+        return Ok(None);
+    }
+    if recent_starts >= rules.new_visitors_per_network_per_day {
+        return Ok(Some(NetworkLimit::NewVisitors));
     }
     sqlx::query(
         "INSERT INTO anonymous_starts (subject, network, started_at) VALUES ($1, $2, $3::timestamptz)",
@@ -240,7 +270,7 @@ async fn network_admits(
     .bind(now)
     .execute(&mut *tx)
     .await?;
-    Ok(true)
+    Ok(None)
 }
 
 /// Makes a reserved unit final: its search answered.
@@ -431,6 +461,10 @@ async fn run_metered(
             crate::metrics::quota_refused("network_cap");
             return Err(Metered::NetworkCapped { per_day: *per_day });
         }
+        Reservation::NetworkBusy { per_day, .. } => {
+            crate::metrics::quota_refused("network_searches");
+            return Err(Metered::NetworkBusy { per_day: *per_day });
+        }
     };
     match engine.search(query, filters).await {
         Ok(mut results) => {
@@ -473,6 +507,10 @@ pub enum Metered {
     Exhausted(app::search::QuotaInfo),
     #[error("too many new visitors from this network today (at most {per_day} a day)")]
     NetworkCapped { per_day: i64 },
+    #[error(
+        "too many searches without an account from this network today (at most {per_day} a day)"
+    )]
+    NetworkBusy { per_day: i64 },
     #[error(transparent)]
     Search(#[from] crate::search::SearchError),
 }

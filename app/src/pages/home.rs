@@ -212,9 +212,9 @@ fn RefusalNotice(refusal: Refusal) -> impl IntoView {
     #[cfg(feature = "ssr")]
     crate::api::backend::set_status(match refusal {
         Refusal::EmptyQuery | Refusal::QueryTooLong { .. } => http::StatusCode::BAD_REQUEST,
-        Refusal::QuotaExhausted(_) | Refusal::TooManyNewVisitors { .. } => {
-            http::StatusCode::TOO_MANY_REQUESTS
-        }
+        Refusal::QuotaExhausted(_)
+        | Refusal::TooManyNewVisitors { .. }
+        | Refusal::TooManyFromNetwork { .. } => http::StatusCode::TOO_MANY_REQUESTS,
         Refusal::FromAnotherSite => http::StatusCode::OK,
     });
     match refusal {
@@ -240,6 +240,14 @@ fn RefusalNotice(refusal: Refusal) -> impl IntoView {
             <section class="notice error quota-exhausted" role="alert">
                 <h2>{t.too_many_visitors}</h2>
                 <p>{lang.too_many_new_visitors(per_day)}</p>
+                <GetMore />
+            </section>
+        }
+        .into_any(),
+        Refusal::TooManyFromNetwork { per_day } => view! {
+            <section class="notice error quota-exhausted" role="alert">
+                <h2>{t.too_many_visitors}</h2>
+                <p>{lang.too_many_network_searches(per_day)}</p>
                 <GetMore />
             </section>
         }

@@ -116,6 +116,8 @@ pub struct VisitorConfig {
     pub key: CookieKey,
     pub secure: bool,
     pub behind_proxy: bool,
+    /// IPv6 addresses are grouped into networks by this prefix length.
+    pub ipv6_prefix: u8,
 }
 
 /// Gives every request a [`Visitor`] and its [`ClientNetwork`](super::network::ClientNetwork)
@@ -136,6 +138,7 @@ pub async fn middleware(
         request.headers(),
         request.extensions(),
         config.behind_proxy,
+        config.ipv6_prefix,
     );
     request.extensions_mut().insert(visitor.clone());
     request.extensions_mut().insert(network);

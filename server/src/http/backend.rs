@@ -83,6 +83,9 @@ impl Backend for PagesBackend {
                 Metered::NetworkCapped { per_day } => {
                     BackendError::Refused(Refusal::TooManyNewVisitors { per_day })
                 }
+                Metered::NetworkBusy { per_day } => {
+                    BackendError::Refused(Refusal::TooManyFromNetwork { per_day })
+                }
                 Metered::Search(error) => error.into(),
             })
     }

@@ -26,6 +26,11 @@ pub enum ApiError {
         "too many new visitors from your network today (at most {0} a day): sign up for a free account"
     )]
     TooManyNewVisitors(i64),
+    /// Anonymous searches from the client's network over their daily cap.
+    #[error(
+        "too many searches without an account from your network today (at most {0} a day): sign up for a free account"
+    )]
+    TooManyFromNetwork(i64),
     /// A metered request that came from another site (a link or a form elsewhere): it would
     /// spend the visitor's allowance without them asking.
     #[error("searches are not run for requests from another site")]
@@ -41,6 +46,7 @@ impl From<crate::quota::Metered> for ApiError {
             crate::quota::Metered::NetworkCapped { per_day } => {
                 ApiError::TooManyNewVisitors(per_day)
             }
+            crate::quota::Metered::NetworkBusy { per_day } => ApiError::TooManyFromNetwork(per_day),
             crate::quota::Metered::Search(error) => error.into(),
         }
     }
@@ -88,9 +94,9 @@ impl IntoResponse for ApiError {
             ApiError::DatabaseUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
-            ApiError::QuotaExhausted(_) | ApiError::TooManyNewVisitors(_) => {
-                StatusCode::TOO_MANY_REQUESTS
-            }
+            ApiError::QuotaExhausted(_)
+            | ApiError::TooManyNewVisitors(_)
+            | ApiError::TooManyFromNetwork(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::CrossSite => StatusCode::FORBIDDEN,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };

@@ -151,6 +151,7 @@ pub async fn spawn_app_on(
             key,
             secure: false,
             behind_proxy: false,
+            ipv6_prefix: server::accounts::network::DEFAULT_IPV6_PREFIX,
         },
         public_url: format!("http://{addr}"),
         rules: server::quota::Rules::default(),

@@ -268,6 +268,7 @@ async fn a_refunded_unit_is_given_back_once(pool: PgPool) {
 async fn concurrent_new_visitors_from_one_network_start_no_more_than_the_cap(pool: PgPool) {
     let rules = quota::Rules {
         new_visitors_per_network_per_day: 3,
+        ..quota::Rules::default()
     };
     let tasks: Vec<_> = (0..12)
         .map(|i| {
@@ -313,6 +314,49 @@ async fn concurrent_new_visitors_from_one_network_start_no_more_than_the_cap(poo
     };
     let outcome = quota::reserve_for(&pool, &again, &rules, "another", Some(T0)).await;
     assert!(matches!(outcome.unwrap(), Reservation::Counted { .. }));
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn ids_banked_on_earlier_days_cannot_burst_past_the_networks_daily_searches(pool: PgPool) {
+    let rules = quota::Rules {
+        new_visitors_per_network_per_day: 3,
+        anonymous_searches_per_network_per_day: 12,
+    };
+    let search = |subject: String, key: String, at: &'static str| {
+        let pool = pool.clone();
+        async move {
+            let payer = quota::Payer {
+                subject,
+                plan: Plan::Anonymous,
+                network: Some("2001:db8:7::/48".into()),
+            };
+            let outcome = quota::reserve_for(&pool, &payer, &rules, &key, Some(at))
+                .await
+                .unwrap();
+            if let Reservation::Counted { usage_id, .. } = outcome {
+                quota::confirm(&pool, usage_id).await.unwrap();
+            }
+            outcome
+        }
+    };
+    // Day one: three ids start (one search each) and are kept.
+    for id in 0..3 {
+        let first = search(format!("visitor:bank{id}"), "start".into(), T0).await;
+        assert!(matches!(first, Reservation::Counted { .. }), "{first:?}");
+    }
+    // Day two: 27 searches left on those ids, 12 a day from this network.
+    let day_two = "2026-12-01T11:00:00Z";
+    let mut counted = 0;
+    for round in 0..9 {
+        for id in 0..3 {
+            match search(format!("visitor:bank{id}"), format!("q{round}"), day_two).await {
+                Reservation::Counted { .. } => counted += 1,
+                Reservation::NetworkBusy { per_day, .. } => assert_eq!(per_day, 12),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+    assert_eq!(counted, 12);
 }
 
 #[sqlx::test(migrations = "../migrations")]
