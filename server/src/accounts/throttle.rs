@@ -25,8 +25,8 @@ pub enum Attempt {
 pub struct Limits {
     /// From one network at one address: the guessing limit.
     pub per_address_and_network: i64,
-    /// At one address from anywhere: high enough that one attacker cannot lock an owner out
-    /// from their own network, low enough to stop a distributed guess.
+    /// At one address from anywhere: stops a distributed guess. It does not apply on a network
+    /// the owner has logged in from before, so failures elsewhere cannot lock them out there.
     pub per_address: i64,
     pub per_network: i64,
     pub window_minutes: i64,
@@ -89,10 +89,14 @@ pub async fn admit(
             .execute(&mut *tx)
             .await?;
     }
-    let (both, by_email, by_network): (i64, i64, i64) = sqlx::query_as(
+    // The address's owner has logged in from this network before: failures at the address
+    // from elsewhere do not lock them out here (only this network's own count applies).
+    let (both, by_email, by_network, owners_network): (i64, i64, i64, bool) = sqlx::query_as(
         "SELECT count(*) FILTER (WHERE email = $2 AND network = $3),
                 count(*) FILTER (WHERE email = $2),
-                count(*) FILTER (WHERE network = $3)
+                count(*) FILTER (WHERE network = $3),
+                $1 = 'login' AND EXISTS (SELECT 1 FROM login_networks
+                                          WHERE email = $2 AND network = $3)
            FROM auth_attempts
           WHERE kind = $1 AND (email = $2 OR network = $3)
             AND attempted_at > now() - make_interval(mins => $4::int)",
@@ -104,7 +108,7 @@ pub async fn admit(
     .fetch_one(&mut *tx)
     .await?;
     if both >= limits.per_address_and_network
-        || by_email >= limits.per_address
+        || (by_email >= limits.per_address && !owners_network)
         || by_network >= limits.per_network
     {
         return Ok(None);
@@ -122,13 +126,14 @@ pub async fn admit(
 }
 
 /// After a successful log-in: its own attempt, and the address's failures from this network,
-/// no longer count.
+/// no longer count, and the network is remembered as one the owner uses.
 pub async fn forgive(
     pool: &PgPool,
     attempt_id: i64,
     email: &str,
     network: &str,
 ) -> Result<(), sqlx::Error> {
+    let mut tx = pool.begin().await?;
     sqlx::query(
         "DELETE FROM auth_attempts
           WHERE id = $1 OR (kind = 'login' AND email = $2 AND network = $3)",
@@ -136,17 +141,31 @@ pub async fn forgive(
     .bind(attempt_id)
     .bind(email)
     .bind(network)
-    .execute(pool)
+    .execute(&mut *tx)
     .await?;
-    Ok(())
+    sqlx::query(
+        "INSERT INTO login_networks (email, network) VALUES ($1, $2)
+         ON CONFLICT (email, network) DO UPDATE SET last_login = now()",
+    )
+    .bind(email)
+    .bind(network)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await
 }
 
-/// Deletes attempts older than any window (called by the periodic sweep).
+/// Deletes attempts older than any window, and networks not logged in from for a year (called
+/// by the periodic sweep).
 pub async fn sweep(pool: &PgPool) -> Result<u64, sqlx::Error> {
-    Ok(
+    let attempts =
         sqlx::query("DELETE FROM auth_attempts WHERE attempted_at < now() - interval '1 day'")
             .execute(pool)
             .await?
-            .rows_affected(),
-    )
+            .rows_affected();
+    let networks =
+        sqlx::query("DELETE FROM login_networks WHERE last_login < now() - interval '1 year'")
+            .execute(pool)
+            .await?
+            .rows_affected();
+    Ok(attempts + networks)
 }

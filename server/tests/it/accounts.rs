@@ -363,6 +363,39 @@ async fn repeated_failures_are_throttled_per_address_and_per_network(pool: PgPoo
 }
 
 #[sqlx::test(migrations = "../migrations")]
+async fn failures_elsewhere_never_lock_the_owner_out_on_their_own_network(pool: PgPool) {
+    let app = common::spawn_app_with(pool.clone(), |site| site.visitors.behind_proxy = true).await;
+    common::insert_user(&pool, "ines@example.com", PASSWORD).await;
+    let home = Browser::from_network(&app, "198.51.100.20");
+    assert_eq!(
+        log_in(&home, "ines@example.com", PASSWORD).await,
+        "/account"
+    );
+    // A distributed guess: 50 failures at the address from ten networks (five each, the
+    // per-network guessing limit), the per-address limit.
+    for n in 0..10 {
+        let guesser = Browser::from_network(&app, &format!("203.0.113.{}", 100 + n));
+        for _ in 0..5 {
+            assert_eq!(
+                log_in(&guesser, "ines@example.com", "guess").await,
+                "/login?error=wrong"
+            );
+        }
+    }
+    // A new network is refused even with the password; the owner's own is not.
+    let unknown = Browser::from_network(&app, "192.0.2.77");
+    assert_eq!(
+        log_in(&unknown, "ines@example.com", PASSWORD).await,
+        "/login?error=throttled"
+    );
+    let home_again = Browser::from_network(&app, "198.51.100.20");
+    assert_eq!(
+        log_in(&home_again, "ines@example.com", PASSWORD).await,
+        "/account"
+    );
+}
+
+#[sqlx::test(migrations = "../migrations")]
 async fn made_up_sign_up_links_hash_nothing_and_are_throttled_per_network(pool: PgPool) {
     let app = common::spawn_app_with(pool.clone(), |site| site.visitors.behind_proxy = true).await;
     let flood = Browser::from_network(&app, "203.0.113.9");
