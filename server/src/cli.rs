@@ -521,7 +521,10 @@ async fn serve(config: Config) -> Result<()> {
     let site = http::SiteConfig {
         visitors: crate::accounts::visitor::VisitorConfig {
             key: crate::accounts::visitor::CookieKey::load(
-                config.cookie_key.as_deref(),
+                config
+                    .cookie_key
+                    .as_ref()
+                    .map(secrecy::ExposeSecret::expose_secret),
                 &config.embedded.data_dir,
             )?,
             secure: public_url.starts_with("https://"),
@@ -534,10 +537,11 @@ async fn serve(config: Config) -> Result<()> {
             anonymous_searches_per_network_per_day: config.anonymous_searches_per_network,
         },
         dev_mailbox: config.dev_mailbox,
-        metrics_token: config
-            .metrics_token
-            .clone()
-            .filter(|token| !token.trim().is_empty()),
+        metrics_token: config.metrics_token.clone().filter(|token| {
+            !secrecy::ExposeSecret::expose_secret(token)
+                .trim()
+                .is_empty()
+        }),
         form_targets: stripe
             .as_ref()
             .map(|stripe| stripe.page_origins())

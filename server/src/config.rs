@@ -7,6 +7,7 @@ use std::{
 };
 
 use clap::Args;
+use secrecy::{ExposeSecret, SecretString};
 
 #[derive(Debug, Clone, Args)]
 pub struct Config {
@@ -65,8 +66,8 @@ pub struct Config {
 
     /// OpenAI API key. With it, franchise premises are written by an LLM; without it, every
     /// model is local.
-    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true, global = true)]
-    pub openai_api_key: Option<String>,
+    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true, value_parser = secret, global = true)]
+    pub openai_api_key: Option<SecretString>,
 
     /// OpenAI-compatible base URL (e.g. a fake server in tests).
     #[arg(long, env = "OPENAI_BASE_URL", global = true)]
@@ -122,8 +123,8 @@ pub struct Config {
 
     /// Key that signs visitor cookies (hex, at least 64 bytes). Unset: one is generated and kept
     /// in the data folder. Several app servers must share one.
-    #[arg(long, env = "ZENBU_COOKIE_KEY", hide_env_values = true, global = true)]
-    pub cookie_key: Option<String>,
+    #[arg(long, env = "ZENBU_COOKIE_KEY", hide_env_values = true, value_parser = secret, global = true)]
+    pub cookie_key: Option<SecretString>,
 
     /// The address users reach the site at (e.g. https://zenbu.example); cookies are marked
     /// Secure when it is https.
@@ -185,14 +186,15 @@ pub struct Config {
         long,
         env = "ZENBU_METRICS_TOKEN",
         hide_env_values = true,
+        value_parser = secret,
         global = true
     )]
-    pub metrics_token: Option<String>,
+    pub metrics_token: Option<SecretString>,
 
     /// Stripe secret key. Billing is on only when the key, the price and the webhook secret
     /// are all set; otherwise the Premium page says billing is not configured.
-    #[arg(long, env = "STRIPE_SECRET_KEY", hide_env_values = true, global = true)]
-    pub stripe_secret_key: Option<String>,
+    #[arg(long, env = "STRIPE_SECRET_KEY", hide_env_values = true, value_parser = secret, global = true)]
+    pub stripe_secret_key: Option<SecretString>,
 
     /// The Stripe price of the Premium subscription (`price_…`).
     #[arg(long, env = "STRIPE_PRICE_ID", global = true)]
@@ -203,9 +205,10 @@ pub struct Config {
         long,
         env = "STRIPE_WEBHOOK_SECRET",
         hide_env_values = true,
+        value_parser = secret,
         global = true
     )]
-    pub stripe_webhook_secret: Option<String>,
+    pub stripe_webhook_secret: Option<SecretString>,
 
     /// Stripe's API address (tests and local runs point it at `server fake-stripe`).
     #[arg(long, env = "STRIPE_API_BASE", global = true)]
@@ -244,7 +247,8 @@ impl Config {
     /// The key, when one is set and not blank.
     pub fn openai_key(&self) -> Option<&str> {
         self.openai_api_key
-            .as_deref()
+            .as_ref()
+            .map(|key| key.expose_secret())
             .filter(|key| !key.trim().is_empty())
     }
 
@@ -273,6 +277,12 @@ impl Config {
         self.embed_workers
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
     }
+}
+
+/// Secrets (keys, tokens) are held as [`SecretString`]: `Debug` prints them redacted, so no
+/// log line or panic message shows one.
+fn secret(value: &str) -> Result<SecretString, std::convert::Infallible> {
+    Ok(SecretString::from(value))
 }
 
 fn parse_kernel(name: &str) -> Result<e5::Kernel, String> {
@@ -382,5 +392,27 @@ mod tests {
         let mut argv = vec!["probe", "--e5-kernel", "sse9"];
         let error = Probe::try_parse_from(argv.drain(..)).err().unwrap();
         assert!(error.to_string().contains("use avx512-bf16"), "{error}");
+    }
+
+    #[test]
+    fn secrets_never_show_in_debug_output() {
+        let secrets = [
+            ("--openai-api-key", "sk-live-secret-1"),
+            ("--stripe-secret-key", "sk_live_secret_2"),
+            ("--stripe-webhook-secret", "whsec_secret_3"),
+            ("--cookie-key", "c0ffee-secret-4"),
+            ("--metrics-token", "scrape-secret-5"),
+        ];
+        let argv: Vec<&str> = secrets
+            .iter()
+            .flat_map(|(flag, value)| [*flag, *value])
+            .collect();
+        let parsed = config(&argv);
+        let printed = format!("{parsed:?}");
+        for (flag, value) in secrets {
+            assert!(!printed.contains(value), "{flag} printed: {printed}");
+        }
+        // Still there for the code that uses them.
+        assert_eq!(parsed.openai_key(), Some("sk-live-secret-1"));
     }
 }

@@ -8,6 +8,7 @@
 
 pub mod webhook;
 
+use secrecy::{ExposeSecret, SecretString};
 use sqlx::PgPool;
 
 use crate::accounts::User;
@@ -30,9 +31,9 @@ impl From<stripe::StripeError> for BillingError {
 /// Stripe settings; billing is on only when all three are set.
 #[derive(Debug, Clone)]
 pub struct BillingConfig {
-    pub secret_key: String,
+    pub secret_key: SecretString,
     pub price_id: String,
-    pub webhook_secret: String,
+    pub webhook_secret: SecretString,
     /// Stripe's API (default) or a fake's address.
     pub api_base: Option<String>,
 }
@@ -46,10 +47,17 @@ impl BillingConfig {
                 .filter(|v| !v.is_empty())
                 .map(str::to_string)
         };
+        let secret = |value: &Option<SecretString>| {
+            value
+                .as_ref()
+                .map(|v| v.expose_secret().trim())
+                .filter(|v| !v.is_empty())
+                .map(SecretString::from)
+        };
         Some(Self {
-            secret_key: set(&config.stripe_secret_key)?,
+            secret_key: secret(&config.stripe_secret_key)?,
             price_id: set(&config.stripe_price_id)?,
-            webhook_secret: set(&config.stripe_webhook_secret)?,
+            webhook_secret: secret(&config.stripe_webhook_secret)?,
             api_base: set(&config.stripe_api_base),
         })
     }
@@ -74,13 +82,13 @@ impl BillingConfig {
 pub struct Billing {
     client: stripe::Client,
     price_id: String,
-    webhook_secret: String,
+    webhook_secret: SecretString,
     public_url: String,
 }
 
 impl Billing {
     pub fn new(config: &BillingConfig, public_url: &str) -> Result<Self, BillingError> {
-        let mut builder = stripe::ClientBuilder::new(config.secret_key.clone())
+        let mut builder = stripe::ClientBuilder::new(config.secret_key.expose_secret())
             // Two attempts for 429/5xx/network errors, with one idempotency key for both.
             .request_strategy(stripe::RequestStrategy::Retry(2))
             .timeout(std::time::Duration::from_secs(10));
@@ -101,7 +109,7 @@ impl Billing {
     }
 
     pub fn webhook_secret(&self) -> &str {
-        &self.webhook_secret
+        self.webhook_secret.expose_secret()
     }
 
     /// A Checkout Session for `user` to subscribe to Premium; the URL to send them to. The

@@ -51,7 +51,7 @@ pub struct SiteConfig {
     /// Serve `/dev/mail` (local runs and browser tests only).
     pub dev_mailbox: bool,
     /// Bearer token `/metrics` requires, if any.
-    pub metrics_token: Option<String>,
+    pub metrics_token: Option<secrecy::SecretString>,
     /// Origins besides this site that forms may lead to (Stripe's pages), for the pages'
     /// Content Security Policy.
     pub form_targets: Vec<String>,
@@ -203,8 +203,9 @@ async fn metrics(
             .and_then(|value| value.strip_prefix("Bearer "))
             .unwrap_or_default();
         // Digests compared, so the time taken says nothing about the token's characters.
+        use secrecy::ExposeSecret;
         use sha2::{Digest, Sha256};
-        if Sha256::digest(sent.as_bytes()) != Sha256::digest(token.as_bytes()) {
+        if Sha256::digest(sent.as_bytes()) != Sha256::digest(token.expose_secret().as_bytes()) {
             return (
                 axum::http::StatusCode::UNAUTHORIZED,
                 [(header::WWW_AUTHENTICATE, "Bearer")],

@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 use unicode_normalization::UnicodeNormalization;
 
-use super::{BRANCH_LIMIT, CONFIDENT_MARGIN, PAGE_SIZE, fusion, lexical, rerank, vectors::literal};
+use super::{BRANCH_LIMIT, CONFIDENT_MARGIN, PAGE_SIZE, fusion, lexical, rerank};
 
 /// Bump when search code changes what a query returns in a way the constants below miss.
 const PIPELINE_REVISION: u32 = 3;
@@ -121,20 +121,15 @@ pub async fn get_embedding(
     model: &str,
     query: &str,
 ) -> Result<Option<Vec<f32>>, sqlx::Error> {
-    let text: Option<String> = sqlx::query_scalar(
-        "SELECT embedding::text FROM query_embedding_cache
+    let stored: Option<pgvector::Vector> = sqlx::query_scalar(
+        "SELECT embedding FROM query_embedding_cache
          WHERE model = $1 AND query = $2 AND expires_at > now()",
     )
     .bind(model)
     .bind(query)
     .fetch_optional(pool)
     .await?;
-    Ok(text.and_then(|text| {
-        text.trim_matches(['[', ']'])
-            .split(',')
-            .map(|x| x.trim().parse::<f32>().ok())
-            .collect()
-    }))
+    Ok(stored.map(|vector| vector.to_vec()))
 }
 
 pub async fn put_embedding(
@@ -151,7 +146,7 @@ pub async fn put_embedding(
     )
     .bind(model)
     .bind(query)
-    .bind(literal(vector))
+    .bind(pgvector::Vector::from(vector.to_vec()))
     .bind(EMBEDDING_TTL.as_secs_f64())
     .execute(pool)
     .await?;

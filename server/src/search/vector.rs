@@ -15,7 +15,6 @@ use super::{
     e5,
     embedder::{OPENAI_DIMENSION, OPENAI_MODEL},
     filters,
-    vectors::literal,
 };
 
 /// Search settings for one transaction: candidates the HNSW walk keeps (at least the largest
@@ -96,7 +95,7 @@ pub async fn search(
     filters: &Filters,
     limit: usize,
 ) -> Result<Vec<(i32, f64)>, VectorError> {
-    let literal = literal(vector);
+    let bound = pgvector::Vector::from(vector.to_vec());
     let mut tx = pool.begin().await?;
     sqlx::query(INDEX_SETTINGS).execute(&mut *tx).await?;
     let mut walks = Vec::with_capacity(2);
@@ -105,7 +104,7 @@ pub async fn search(
         (passage_search_sql(model)?, PASSAGE_POOL),
     ] {
         let query = sqlx::query_as::<_, (i32, f64)>(&sql)
-            .bind(&literal)
+            .bind(&bound)
             .bind(take as i64);
         walks.push(filters::bind(query, filters).fetch_all(&mut *tx).await?);
     }
@@ -169,7 +168,7 @@ async fn nearest_row_distances(
          FROM {table} WHERE model = '{name}' AND anime_id = ANY($2)
          GROUP BY anime_id"
     ))
-    .bind(literal(vector))
+    .bind(pgvector::Vector::from(vector.to_vec()))
     .bind(ids)
     .fetch_all(pool)
     .await?)
@@ -194,7 +193,7 @@ pub async fn nearest_passages(
          WHERE p.model = '{name}' AND p.anime_id = ANY($2)
          ORDER BY p.anime_id, p.embedding::vector({dimension}) <=> $1::vector({dimension})"
     ))
-    .bind(literal(vector))
+    .bind(pgvector::Vector::from(vector.to_vec()))
     .bind(ids)
     .fetch_all(pool)
     .await?;

@@ -55,21 +55,6 @@ impl std::fmt::Display for EmbedReport {
     }
 }
 
-/// The vector literal PostgreSQL reads (`[0.1,0.2,…]`); Rust prints the shortest text that
-/// reads back as the same f32.
-pub fn literal(vector: &[f32]) -> String {
-    let mut out = String::with_capacity(vector.len() * 12);
-    out.push('[');
-    for (i, x) in vector.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str(&x.to_string());
-    }
-    out.push(']');
-    out
-}
-
 /// Embeds every document of the embedder's model whose content hash has no vector yet, shortest
 /// documents first so each batch holds texts of similar length.
 pub async fn embed_missing(
@@ -125,7 +110,7 @@ pub async fn embed_missing(
             .bind(anime_id)
             .bind(&model)
             .bind(hash)
-            .bind(literal(vector))
+            .bind(pgvector::Vector::from(vector.to_vec()))
             .execute(&mut *tx)
             .await?;
         }
@@ -264,7 +249,7 @@ async fn embed_missing_passages(
             .bind(&model)
             .bind(passage)
             .bind(hash)
-            .bind(literal(vector))
+            .bind(pgvector::Vector::from(vector.to_vec()))
             .execute(&mut *tx)
             .await?;
         }
@@ -460,17 +445,5 @@ mod tests {
         let again = VectorCache::open(dir.path(), "m/v1", 4).unwrap();
         assert_eq!(again.get(&"cd".repeat(32)), Some(unit(4, 0)));
         assert_eq!(again.len(), 2);
-    }
-
-    #[test]
-    fn vector_literals_read_back_exactly() {
-        let v = [0.1f32, -1.0e-7, 0.333_333_34];
-        let text = literal(&v);
-        let parsed: Vec<f32> = text
-            .trim_matches(['[', ']'])
-            .split(',')
-            .map(|x| x.parse().unwrap())
-            .collect();
-        assert_eq!(parsed, v);
     }
 }

@@ -15,7 +15,7 @@ use server::{
         lexical::LexicalHit,
         rerank::LlmReranker,
         vector,
-        vectors::{embed_missing, literal},
+        vectors::embed_missing,
     },
 };
 use sqlx::PgPool;
@@ -417,7 +417,7 @@ async fn a_sentence_deep_in_a_synopsis_is_found_through_its_passage(pool: PgPool
     let sentence = passage.strip_prefix(&format!("{title}: ")).unwrap();
     let query = engine.embedder().embed_query(sentence).await.unwrap();
     let nearest: Vec<(i32, f64)> = sqlx::query_as(&vector::passage_search_sql(MODEL).unwrap())
-        .bind(literal(&query))
+        .bind(pgvector::Vector::from(query.clone()))
         .bind(20i64)
         .bind(Vec::<String>::new())
         .bind(None::<i32>)
