@@ -97,8 +97,21 @@ pub struct Retrieval {
     pub query_vector: Option<Vec<f32>>,
     /// The English reading of a Spanish query, when it was translated.
     pub translation: Option<String>,
+    /// The translator was there but failed or ran out of time (a degraded page: not cached).
+    pub translation_failed: bool,
     pub times: StageTimes,
 }
+
+/// What the vector branch found (hits and the query vector used), and how long embedding and
+/// searching took.
+struct VectorBranch {
+    outcome: Result<VectorHits, SearchError>,
+    embed: Duration,
+    search: Duration,
+}
+
+/// Anime id and cosine distance, nearest first, and the query vector that found them.
+type VectorHits = (Vec<(i32, f64)>, Option<Vec<f32>>);
 
 /// Time each fallible stage may take before the pipeline goes on without it.
 #[derive(Debug, Clone, Copy)]
@@ -311,6 +324,68 @@ impl SearchEngine {
         }
     }
 
+    /// A Spanish query's English reading, and whether the translator failed (then the query is
+    /// searched as typed and the page counts as degraded).
+    async fn english_reading(&self, query: &str) -> (Option<String>, bool) {
+        let Some(translator) = &self.translator else {
+            return (None, false);
+        };
+        match translator
+            .translate(query)
+            .instrument(tracing::info_span!("translate"))
+            .await
+        {
+            Some(reading) => (reading.is_spanish().then_some(reading.english), false),
+            None => (None, true),
+        }
+    }
+
+    /// The vector branch: the query as typed and, for a Spanish one, its English reading are
+    /// embedded (each may come from the cache; either alone will do) and their mean direction
+    /// walks the indexes. Returns the hits and the vector used (no hits and no vector when
+    /// nothing could be embedded), the embedding time and the search time.
+    async fn vector_branch(
+        &self,
+        query: &str,
+        english: Option<&str>,
+        filters: &Filters,
+    ) -> VectorBranch {
+        let began = Instant::now();
+        let (typed, translated) = tokio::join!(self.query_vector(query), async {
+            match english {
+                Some(english) => self.query_vector(english).await,
+                None => Ok(None),
+            }
+        });
+        let embed = began.elapsed();
+        let unsearched = |outcome| VectorBranch {
+            outcome,
+            embed,
+            search: Duration::ZERO,
+        };
+        let vector = match (typed, translated) {
+            (Err(error), _) | (_, Err(error)) => return unsearched(Err(error)),
+            (Ok(Some(typed)), Ok(Some(translated))) => mean_direction(&typed, &translated),
+            (Ok(Some(one)), Ok(None)) | (Ok(None), Ok(Some(one))) => one,
+            (Ok(None), Ok(None)) => return unsearched(Ok((Vec::new(), None))),
+        };
+        let began = Instant::now();
+        let hits = vector::search(
+            &self.reads,
+            self.embedder.model(),
+            &vector,
+            filters,
+            BRANCH_LIMIT,
+        )
+        .instrument(tracing::info_span!("vector"))
+        .await;
+        VectorBranch {
+            outcome: hits.map(|h| (h, Some(vector))).map_err(SearchError::from),
+            embed,
+            search: began.elapsed(),
+        }
+    }
+
     /// [`retrieve`](Self::retrieve) for a query already cleaned and normalised.
     async fn retrieve_normalised(
         &self,
@@ -319,15 +394,7 @@ impl SearchEngine {
     ) -> Result<Retrieval, SearchError> {
         let started = Instant::now();
         let query = query.to_string();
-        let translation = match &self.translator {
-            Some(translator) => translator
-                .translate(&query)
-                .instrument(tracing::info_span!("translate"))
-                .await
-                .filter(translate::Translation::is_spanish)
-                .map(|t| t.english),
-            None => None,
-        };
+        let (translation, translation_failed) = self.english_reading(&query).await;
         let translate_time = started.elapsed();
         let lexical = async {
             let began = Instant::now();
@@ -342,47 +409,11 @@ impl SearchEngine {
             (hits, began.elapsed())
         }
         .instrument(tracing::info_span!("lexical"));
-        let semantic = async {
-            let began = Instant::now();
-            // The query as typed and, for a Spanish one, its English reading: the mean of both
-            // vectors (each may come from the cache; either alone will do).
-            let (typed, english) = tokio::join!(self.query_vector(&query), async {
-                match &translation {
-                    Some(english) => self.query_vector(english).await,
-                    None => Ok(None),
-                }
-            });
-            let embed_time = began.elapsed();
-            let vector = match (typed, english) {
-                (Err(error), _) | (_, Err(error)) => {
-                    return (Err(error), embed_time, Duration::ZERO);
-                }
-                (Ok(Some(typed)), Ok(Some(english))) => mean_direction(&typed, &english),
-                (Ok(Some(one)), Ok(None)) | (Ok(None), Ok(Some(one))) => one,
-                (Ok(None), Ok(None)) => {
-                    return (Ok((Vec::new(), None)), embed_time, Duration::ZERO);
-                }
-            };
-            let began = Instant::now();
-            let hits = vector::search(
-                &self.reads,
-                self.embedder.model(),
-                &vector,
-                filters,
-                BRANCH_LIMIT,
-            )
-            .instrument(tracing::info_span!("vector"))
-            .await;
-            (
-                hits.map(|h| (h, Some(vector))).map_err(SearchError::from),
-                embed_time,
-                began.elapsed(),
-            )
-        };
-        let ((lexical, lexical_time), (semantic, embed_time, vector_time)) =
-            tokio::join!(lexical, semantic);
+        let semantic = self.vector_branch(&query, translation.as_deref(), filters);
+        let ((lexical, lexical_time), semantic) = tokio::join!(lexical, semantic);
         let lexical = lexical?;
-        let (vector, query_vector) = semantic?;
+        let (embed_time, vector_time) = (semantic.embed, semantic.search);
+        let (vector, query_vector) = semantic.outcome?;
 
         let began = Instant::now();
         let lexical_ids: Vec<i32> = lexical.iter().map(|hit| hit.anime_id).collect();
@@ -395,6 +426,7 @@ impl SearchEngine {
             fused,
             query_vector,
             translation,
+            translation_failed,
             times: StageTimes {
                 translate: translate_time,
                 embed: embed_time,
@@ -413,6 +445,8 @@ impl SearchEngine {
     }
 
     /// [`search`](Self::search) with the time of each stage; `total` covers the whole page.
+    /// The steps: the results cache, retrieval, the rerank stage, the page's hits, and the page
+    /// kept unless it is degraded.
     pub async fn search_timed(
         &self,
         raw: &str,
@@ -421,28 +455,9 @@ impl SearchEngine {
         let started = Instant::now();
         let query = clean_query(raw)?;
         check_filters(filters)?;
-        let translator = self
-            .translator
-            .as_ref()
-            .map_or_else(|| "typed".to_string(), |t| t.fingerprint());
-        let pipeline =
-            cache::pipeline_fingerprint(self.embedder.model(), &self.reranker.name(), &translator);
-        let key = cache::results_key(&pipeline, &query, filters);
-        let hit = match self.caches {
-            true => cache::get_results(&self.reads, &key).await?,
-            false => None,
-        };
-        if let Some(mut results) = hit {
-            results.query = query;
-            results.cached = true;
-            results.quota = None;
-            let times = StageTimes {
-                total: started.elapsed(),
-                ..StageTimes::default()
-            };
-            results.took_ms = times.total.as_secs_f64() * 1000.0;
-            crate::metrics::search_cache_hit(times.total);
-            return Ok((results, times));
+        let key = cache::results_key(&self.pipeline_fingerprint(), &query, filters);
+        if let Some(page) = self.cached_page(&key, &query, started).await? {
+            return Ok(page);
         }
         let version = cache::catalog_version(&self.reads).await?;
         let normalised = cache::normalise(&query);
@@ -457,31 +472,118 @@ impl SearchEngine {
             &retrieval.vector,
         )
         .await?;
-        let (order, ranking) = if self.reranker.skips_when_confident()
+        let (order, ranking) = self
+            .rerank_stage(&normalised, &retrieval, &candidates)
+            .await;
+        let rerank_time = began.elapsed();
+        let hits = self.page_hits(&retrieval, &order, candidates.len()).await?;
+        let mut times = retrieval.times;
+        times.rerank = rerank_time;
+        times.total = started.elapsed();
+        let results = SearchResults {
+            query,
+            hits,
+            semantic: retrieval.query_vector.is_some(),
+            ranking,
+            reranker: self.reranker.name(),
+            cached: false,
+            quota: None,
+            took_ms: times.total.as_secs_f64() * 1000.0,
+        };
+        crate::metrics::search_ran(
+            &times,
+            results.semantic,
+            results.ranking == Ranking::Fallback,
+        );
+        // A degraded page is not kept: the next search should get the full pipeline again.
+        if self.caches
+            && results.semantic
+            && results.ranking != Ranking::Fallback
+            && !retrieval.translation_failed
+            && let Err(error) = cache::put_results(&self.pool, &key, version, &results).await
+        {
+            tracing::warn!(%error, "results not cached");
+        }
+        Ok((results, times))
+    }
+
+    /// What the results cache's key names besides the query: every model, constant and SQL text
+    /// that shapes a page.
+    fn pipeline_fingerprint(&self) -> String {
+        let translator = self
+            .translator
+            .as_ref()
+            .map_or_else(|| "typed".to_string(), |t| t.fingerprint());
+        cache::pipeline_fingerprint(self.embedder.model(), &self.reranker.name(), &translator)
+    }
+
+    /// The page stored under `key`, marked as cached, when the caches are on and hold it.
+    async fn cached_page(
+        &self,
+        key: &str,
+        query: &str,
+        started: Instant,
+    ) -> Result<Option<(SearchResults, StageTimes)>, SearchError> {
+        if !self.caches {
+            return Ok(None);
+        }
+        let Some(mut results) = cache::get_results(&self.reads, key).await? else {
+            return Ok(None);
+        };
+        results.query = query.to_string();
+        results.cached = true;
+        results.quota = None;
+        let times = StageTimes {
+            total: started.elapsed(),
+            ..StageTimes::default()
+        };
+        results.took_ms = times.total.as_secs_f64() * 1000.0;
+        crate::metrics::search_cache_hit(times.total);
+        Ok(Some((results, times)))
+    }
+
+    /// The reranker's order of the candidates within its budget; an empty order (the fused one
+    /// stands) when it skips a confident leader, fails or runs out of time.
+    async fn rerank_stage(
+        &self,
+        query: &str,
+        retrieval: &Retrieval,
+        candidates: &[rerank::Candidate],
+    ) -> (Vec<i32>, Ranking) {
+        if self.reranker.skips_when_confident()
             && fused_margin(&retrieval.fused) >= CONFIDENT_MARGIN
         {
-            (Vec::new(), Ranking::Confident)
-        } else {
-            let answer = tokio::time::timeout(
-                self.budgets.rerank,
-                self.reranker
-                    .rerank(&normalised, &candidates)
-                    .instrument(tracing::info_span!("rerank")),
-            )
-            .await;
-            match answer {
-                Ok(Ok(order)) => (order, Ranking::Reranked),
-                Ok(Err(error)) => {
-                    tracing::warn!(%error, reranker = self.reranker.name(), "rerank failed: fused order");
-                    (Vec::new(), Ranking::Fallback)
-                }
-                Err(_) => {
-                    tracing::warn!(budget = ?self.budgets.rerank, reranker = self.reranker.name(), "rerank timed out: fused order");
-                    (Vec::new(), Ranking::Fallback)
-                }
+            return (Vec::new(), Ranking::Confident);
+        }
+        let answer = tokio::time::timeout(
+            self.budgets.rerank,
+            self.reranker
+                .rerank(query, candidates)
+                .instrument(tracing::info_span!("rerank")),
+        )
+        .await;
+        match answer {
+            Ok(Ok(order)) => (order, Ranking::Reranked),
+            Ok(Err(error)) => {
+                tracing::warn!(%error, reranker = self.reranker.name(), "rerank failed: fused order");
+                (Vec::new(), Ranking::Fallback)
             }
-        };
-        let rerank_time = began.elapsed();
+            Err(_) => {
+                tracing::warn!(budget = ?self.budgets.rerank, reranker = self.reranker.name(), "rerank timed out: fused order");
+                (Vec::new(), Ranking::Fallback)
+            }
+        }
+    }
+
+    /// The page's hits: `order` (the reranked candidates, or empty for the fused order), then
+    /// the fused results past the candidates, each with its card, the evidence that found it
+    /// and, for those found by meaning, the passage nearest the query.
+    async fn page_hits(
+        &self,
+        retrieval: &Retrieval,
+        order: &[i32],
+        reranked: usize,
+    ) -> Result<Vec<SearchHit>, SearchError> {
         let by_id: HashMap<i32, &Fused> = retrieval.fused.iter().map(|f| (f.anime_id, f)).collect();
         let top: Vec<&Fused> = if order.is_empty() {
             retrieval.fused.iter().take(PAGE_SIZE).collect()
@@ -489,7 +591,7 @@ impl SearchEngine {
             order
                 .iter()
                 .filter_map(|id| by_id.get(id).copied())
-                .chain(retrieval.fused.iter().skip(candidates.len()))
+                .chain(retrieval.fused.iter().skip(reranked))
                 .take(PAGE_SIZE)
                 .collect()
         };
@@ -514,7 +616,7 @@ impl SearchEngine {
         };
         let lexical: HashMap<i32, &lexical::LexicalHit> =
             retrieval.lexical.iter().map(|h| (h.anime_id, h)).collect();
-        let hits = top
+        Ok(top
             .into_iter()
             .filter_map(|f| {
                 let matched = lexical.get(&f.anime_id);
@@ -529,34 +631,7 @@ impl SearchEngine {
                     matched_passage: passages.remove(&f.anime_id),
                 })
             })
-            .collect();
-        let mut times = retrieval.times;
-        times.rerank = rerank_time;
-        times.total = started.elapsed();
-        let results = SearchResults {
-            query,
-            hits,
-            semantic: retrieval.query_vector.is_some(),
-            ranking,
-            reranker: self.reranker.name(),
-            cached: false,
-            quota: None,
-            took_ms: times.total.as_secs_f64() * 1000.0,
-        };
-        crate::metrics::search_ran(
-            &times,
-            results.semantic,
-            results.ranking == Ranking::Fallback,
-        );
-        // A degraded page is not kept: the next search should get the full pipeline again.
-        if self.caches
-            && results.semantic
-            && results.ranking != Ranking::Fallback
-            && let Err(error) = cache::put_results(&self.pool, &key, version, &results).await
-        {
-            tracing::warn!(%error, "results not cached");
-        }
-        Ok((results, times))
+            .collect())
     }
 
     /// Anime nearest to anime `id` by stored vector, as cards.

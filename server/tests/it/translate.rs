@@ -81,8 +81,18 @@ async fn a_broken_apertium_leaves_the_query_as_typed(pool: PgPool) {
         .await
         .unwrap();
     assert_eq!(retrieval.translation, None);
+    assert!(retrieval.translation_failed);
     assert!(retrieval.query_vector.is_some());
     assert!(!retrieval.fused.is_empty());
+    // A page made without its translation is degraded: served, not kept in the cache.
+    for _ in 0..2 {
+        let page = engine
+            .search("un hombre que viaja entre bichos", &Filters::default())
+            .await
+            .unwrap();
+        assert!(!page.hits.is_empty());
+        assert!(!page.cached);
+    }
 }
 
 #[sqlx::test(migrations = "../migrations")]
@@ -92,6 +102,7 @@ async fn a_spanish_query_is_searched_in_english_too(pool: PgPool) {
         .retrieve(BRIEF_ES, &Filters::default())
         .await
         .unwrap();
+    assert!(!retrieval.translation_failed);
     let english = retrieval.translation.expect("translated");
     assert!(english.contains("travels"), "{english}");
     // Found through the English words: no Spanish word of the query is in the catalog's text.
