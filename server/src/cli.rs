@@ -8,7 +8,6 @@ use crate::{
     catalog,
     config::Config,
     db::{self, embedded::EmbeddedPostgres},
-    http,
 };
 
 #[derive(Debug, Parser)]
@@ -462,122 +461,10 @@ async fn eval(config: &Config, args: EvalArgs) -> Result<()> {
 }
 
 async fn serve(config: Config) -> Result<()> {
-    let pool = db::open(&config).await?;
-    db::migrate(&pool).await?;
-    // Local premises for the automatic demo load: a slow or unreachable LLM must not keep the
-    // server from starting (`server ingest --demo` with a key writes LLM premises).
-    if let Some(report) = catalog::load_demo_if_empty(&pool, config.embedding_model(), None).await?
-    {
-        tracing::info!(
-            anime = report.documents.anime,
-            franchises = report.documents.franchises,
-            seconds = report.elapsed.as_secs_f64(),
-            "empty catalog: loaded the bundled demo catalog"
-        );
-    }
-    let stale: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM documents WHERE lexical_hash IS NULL")
-            .fetch_one(&pool)
-            .await?;
-    if stale > 0 {
-        tracing::warn!(
-            stale,
-            "documents predate the lexical index (migration 4): word search misses them until \
-             `server ingest` runs again"
-        );
-    }
-    let embedder = crate::search::embedder::from_config(&config)?;
-    let report = embed_documents(&config, &pool, embedder.as_ref()).await?;
-    if report.missing > 0 {
-        tracing::info!(%report, "document vectors brought up to date");
-    }
-    let mut engine = crate::search::SearchEngine::new(pool.clone(), embedder)
-        .with_reranker(crate::search::rerank::from_config(&config))
-        .with_translator(config.translator())
-        .with_budgets(crate::search::Budgets::from_config(&config));
-    if let Some(replica) = db::open_replica(config.replica_url.as_deref()).await? {
-        engine = engine.with_read_replica(replica);
-    }
-    // Expired cache rows are ignored when read; this deletes them now and then.
-    let sweeper = pool.clone();
-    tokio::spawn(async move {
-        let mut every = tokio::time::interval(std::time::Duration::from_secs(600));
-        loop {
-            every.tick().await;
-            match crate::search::cache::sweep(&sweeper).await {
-                Ok(0) => {}
-                Ok(rows) => tracing::info!(rows, "expired cache rows deleted"),
-                Err(error) => tracing::warn!(%error, "cache sweep failed"),
-            }
-            match crate::accounts::sweep(&sweeper).await {
-                Ok(0) => {}
-                Ok(rows) => tracing::info!(rows, "expired sessions, links and attempts deleted"),
-                Err(error) => tracing::warn!(%error, "account sweep failed"),
-            }
-        }
-    });
-    let public_url = config.public_url();
-    let stripe = crate::billing::BillingConfig::from_config(&config);
-    let site = http::SiteConfig {
-        visitors: crate::accounts::visitor::VisitorConfig {
-            key: crate::accounts::visitor::CookieKey::load(
-                config
-                    .cookie_key
-                    .as_ref()
-                    .map(secrecy::ExposeSecret::expose_secret),
-                &config.embedded.data_dir,
-            )?,
-            secure: public_url.starts_with("https://"),
-            behind_proxy: config.behind_proxy,
-            ipv6_prefix: config.ipv6_network_prefix,
-        },
-        public_url,
-        rules: crate::quota::Rules {
-            new_visitors_per_network_per_day: config.new_visitors_per_network,
-            anonymous_searches_per_network_per_day: config.anonymous_searches_per_network,
-        },
-        dev_mailbox: config.dev_mailbox,
-        metrics_token: config.metrics_token.clone().filter(|token| {
-            !secrecy::ExposeSecret::expose_secret(token)
-                .trim()
-                .is_empty()
-        }),
-        form_targets: stripe
-            .as_ref()
-            .map(|stripe| stripe.page_origins())
-            .unwrap_or_default(),
-    };
-    if site.dev_mailbox {
-        tracing::warn!("ZENBU_DEV_MAILBOX is on: /dev/mail shows everyone's sign-up links");
-    }
-    let billing = match stripe {
-        Some(stripe) => Some(crate::billing::Billing::new(&stripe, &site.public_url)?),
-        None => {
-            tracing::info!("Stripe is not configured: Premium cannot be bought on this server");
-            None
-        }
-    };
-    let state = http::AppState::new(pool, engine, site, &config.site_root).with_billing(billing);
-    if !config
-        .site_root
-        .join("pkg")
-        .join(format!("{}.js", app::BUNDLE_NAME))
-        .exists()
-    {
-        tracing::warn!(site_root = %config.site_root.display(), "no built site found: pages will render but not hydrate (run scripts/build-site)");
-    }
-    let listener = tokio::net::TcpListener::bind(config.addr)
+    crate::startup::Application::build(&config)
+        .await?
+        .run_until_stopped(shutdown_signal())
         .await
-        .with_context(|| format!("binding {}", config.addr))?;
-    tracing::info!("listening on http://{}", config.addr);
-    // Peer addresses feed the per-network limits (`accounts::network`).
-    axum::serve(
-        listener,
-        http::router(state).into_make_service_with_connect_info::<std::net::SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown_signal())
-    .await?;
-    Ok(())
 }
 
 /// The LLM premise writer when an OpenAI key is configured.

@@ -230,6 +230,20 @@ pub enum LogFormat {
 }
 
 impl Config {
+    /// The configuration `server` would read from `args` (what follows the program name) and the
+    /// environment; for tests and tools that build the app themselves.
+    pub fn from_args(args: &[&str]) -> Result<Self, clap::Error> {
+        #[derive(clap::Parser)]
+        struct Arguments {
+            #[command(flatten)]
+            config: Config,
+        }
+        <Arguments as clap::Parser>::try_parse_from(
+            std::iter::once("server").chain(args.iter().copied()),
+        )
+        .map(|parsed| parsed.config)
+    }
+
     /// Where users reach the site, without a trailing slash: the configured URL, else this
     /// server's own address.
     pub fn public_url(&self) -> String {

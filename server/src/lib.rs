@@ -17,3 +17,4 @@ pub mod openai;
 pub mod pypi;
 pub mod quota;
 pub mod search;
+pub mod startup;

@@ -104,7 +104,6 @@ const WEBHOOK_BODY_LIMIT: usize = 512 * 1024;
 /// session (a cookie naming a row in PostgreSQL, created only at log-in); the visitor (signed
 /// cookie, client network); a body limit.
 pub fn router(state: AppState) -> Router {
-    tokio::spawn(crate::accounts::password::prepare());
     crate::metrics::handle();
     let routes = generate_route_list(App);
     let options = state.leptos_options.clone();

@@ -141,7 +141,10 @@ async fn logging_in_rotates_the_session_id(pool: PgPool) {
 
 #[sqlx::test(migrations = "../migrations")]
 async fn cookies_are_http_only_lax_and_secure_over_https(pool: PgPool) {
-    let app = common::spawn_app_with(pool.clone(), |site| site.visitors.secure = true).await;
+    let app = common::spawn_app_with(pool.clone(), |config| {
+        config.public_url = Some("https://zenbu.example".into())
+    })
+    .await;
     let browser = Browser::new(&app);
     let csrf = browser.csrf().await;
     common::insert_user(&pool, "sec@example.com", PASSWORD).await;
@@ -278,7 +281,7 @@ async fn neither_form_tells_whether_an_address_has_an_account(pool: PgPool) {
 #[sqlx::test(migrations = "../migrations")]
 async fn repeated_failures_are_throttled_per_address_and_per_network(pool: PgPool) {
     // Behind a proxy, so that tests can come from several networks.
-    let app = common::spawn_app_with(pool.clone(), |site| site.visitors.behind_proxy = true).await;
+    let app = common::spawn_app_with(pool.clone(), |config| config.behind_proxy = true).await;
     common::insert_user(&pool, "eva@example.com", PASSWORD).await;
     let attacker = Browser::from_network(&app, "203.0.113.66");
     for _ in 0..5 {
@@ -364,7 +367,7 @@ async fn repeated_failures_are_throttled_per_address_and_per_network(pool: PgPoo
 
 #[sqlx::test(migrations = "../migrations")]
 async fn failures_elsewhere_never_lock_the_owner_out_on_their_own_network(pool: PgPool) {
-    let app = common::spawn_app_with(pool.clone(), |site| site.visitors.behind_proxy = true).await;
+    let app = common::spawn_app_with(pool.clone(), |config| config.behind_proxy = true).await;
     common::insert_user(&pool, "ines@example.com", PASSWORD).await;
     let home = Browser::from_network(&app, "198.51.100.20");
     assert_eq!(
@@ -397,7 +400,7 @@ async fn failures_elsewhere_never_lock_the_owner_out_on_their_own_network(pool: 
 
 #[sqlx::test(migrations = "../migrations")]
 async fn made_up_sign_up_links_hash_nothing_and_are_throttled_per_network(pool: PgPool) {
-    let app = common::spawn_app_with(pool.clone(), |site| site.visitors.behind_proxy = true).await;
+    let app = common::spawn_app_with(pool.clone(), |config| config.behind_proxy = true).await;
     let flood = Browser::from_network(&app, "203.0.113.9");
     {
         // Every hashing permit is taken: a confirmation that hashed would wait for one. Made-up
@@ -622,10 +625,8 @@ async fn a_signed_in_user_searches_on_their_own_plan(pool: PgPool) {
 
 #[sqlx::test(migrations = "../migrations")]
 async fn cleared_cookies_give_new_allowances_only_up_to_the_network_cap(pool: PgPool) {
-    let app = common::spawn_app_with(pool.clone(), |site| {
-        site.rules.new_visitors_per_network_per_day = 3
-    })
-    .await;
+    let app =
+        common::spawn_app_with(pool.clone(), |config| config.new_visitors_per_network = 3).await;
     let fresh_visitor_search = || async {
         // A new browser each time: what clearing cookies amounts to.
         let browser = Browser::new(&app);
@@ -681,7 +682,7 @@ async fn the_dev_mailbox_is_served_only_when_turned_on(pool: PgPool) {
             .status(),
         404
     );
-    let on = common::spawn_app_with(pool.clone(), |site| site.dev_mailbox = true).await;
+    let on = common::spawn_app_with(pool.clone(), |config| config.dev_mailbox = true).await;
     let browser = Browser::new(&on);
     let csrf = browser.csrf().await;
     browser

@@ -47,7 +47,7 @@ async fn slow_app(pool: &PgPool, delay: Duration) -> (common::TestApp, Arc<Atomi
             delay,
             calls: calls.clone(),
         }));
-    let app = common::spawn_app_on(pool.clone(), engine, |_| {}, |_| None).await;
+    let app = common::spawn_app_on(pool.clone(), engine, |_| {}).await;
     (app, calls)
 }
 

@@ -35,17 +35,12 @@ async fn shop(pool: &PgPool) -> Shop {
     )
     .await
     .unwrap();
-    let config = BillingConfig {
-        secret_key: "sk_test_123".into(),
-        price_id: PRICE.into(),
-        webhook_secret: SECRET.into(),
-        api_base: Some(fake.base_url()),
-    };
-    let app = common::spawn_app_with_billing(
-        pool.clone(),
-        |_| {},
-        |public_url| Some(Billing::new(&config, public_url).unwrap()),
-    )
+    let app = common::spawn_app_with(pool.clone(), |config| {
+        config.stripe_secret_key = Some("sk_test_123".into());
+        config.stripe_price_id = Some(PRICE.into());
+        config.stripe_webhook_secret = Some(SECRET.into());
+        config.stripe_api_base = Some(fake.base_url());
+    })
     .await;
     fake.set_webhook_url(&app.url("/stripe/webhook"));
     let user_id = common::insert_user(pool, "pay@example.com", PASSWORD).await;

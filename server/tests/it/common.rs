@@ -7,6 +7,7 @@ use std::{
 
 use server::{
     catalog::{self, import},
+    config::Config,
     search::{
         SearchEngine,
         e5::{self, Encoder},
@@ -14,6 +15,7 @@ use server::{
         translate::{DEBIAN_DATA_DIR, Translator},
         vectors::{VectorCache, embed_missing},
     },
+    startup::Application,
 };
 use sqlx::PgPool;
 
@@ -116,58 +118,50 @@ pub async fn spawn_app(pool: PgPool) -> TestApp {
     spawn_app_with(pool, |_| {}).await
 }
 
-/// [`spawn_app`] with settings changed by `configure` (the public URL is the app's address).
-pub async fn spawn_app_with(
-    pool: PgPool,
-    configure: impl FnOnce(&mut server::http::SiteConfig),
-) -> TestApp {
-    spawn_app_with_billing(pool, configure, |_| None).await
-}
-
-/// [`spawn_app_with`] with Stripe made by `billing` from the app's public URL.
-pub async fn spawn_app_with_billing(
-    pool: PgPool,
-    configure: impl FnOnce(&mut server::http::SiteConfig),
-    billing: impl FnOnce(&str) -> Option<server::billing::Billing>,
-) -> TestApp {
+/// [`spawn_app`] with the configuration changed by `configure` (the public URL is the app's
+/// address unless it sets one).
+pub async fn spawn_app_with(pool: PgPool, configure: impl FnOnce(&mut Config)) -> TestApp {
     let engine = demo_engine(&pool).await;
-    spawn_app_on(pool, engine, configure, billing).await
+    spawn_app_on(pool, engine, configure).await
 }
 
-/// [`spawn_app_with_billing`] with a search engine of the test's making.
+/// The configuration test apps start from: the defaults, an ephemeral port, and a fresh folder
+/// for the site and the generated cookie key. Settings a developer's environment could have
+/// changed and that tests rely on are set here; a test changes the rest through `configure`.
+fn test_config(folder: &std::path::Path) -> Config {
+    let mut config = Config::from_args(&[]).unwrap();
+    config.addr = "127.0.0.1:0".parse().unwrap();
+    config.site_root = folder.to_path_buf();
+    config.embedded.data_dir = folder.to_path_buf();
+    config.public_url = None;
+    config.cookie_key = None;
+    config.behind_proxy = false;
+    config.dev_mailbox = false;
+    config.metrics_token = None;
+    config.stripe_secret_key = None;
+    config.stripe_price_id = None;
+    config.stripe_webhook_secret = None;
+    config.stripe_api_base = None;
+    config
+}
+
+/// The app as `server serve` builds it (`startup::Application::build_with`), over `pool` and
+/// `engine`, serving until the test ends.
 pub async fn spawn_app_on(
     pool: PgPool,
     engine: SearchEngine,
-    configure: impl FnOnce(&mut server::http::SiteConfig),
-    billing: impl FnOnce(&str) -> Option<server::billing::Billing>,
+    configure: impl FnOnce(&mut Config),
 ) -> TestApp {
-    use server::accounts::visitor::{CookieKey, VisitorConfig};
-    let site_root = tempfile::tempdir().unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let key = CookieKey::load(None, site_root.path()).unwrap();
-    let mut site = server::http::SiteConfig {
-        visitors: VisitorConfig {
-            key,
-            secure: false,
-            behind_proxy: false,
-            ipv6_prefix: server::accounts::network::DEFAULT_IPV6_PREFIX,
-        },
-        public_url: format!("http://{addr}"),
-        rules: server::quota::Rules::default(),
-        dev_mailbox: false,
-        metrics_token: None,
-        form_targets: Vec::new(),
-    };
-    configure(&mut site);
-    let billing = billing(&site.public_url);
-    let state =
-        server::http::AppState::new(pool, engine, site, site_root.path()).with_billing(billing);
+    let folder = tempfile::tempdir().unwrap();
+    let mut config = test_config(folder.path());
+    configure(&mut config);
+    let app = Application::build_with(&config, pool, engine)
+        .await
+        .unwrap();
+    let addr = app.address();
     tokio::spawn(async move {
-        let _site_root = site_root; // kept as long as the server runs
-        let app = server::http::router(state)
-            .into_make_service_with_connect_info::<std::net::SocketAddr>();
-        axum::serve(listener, app).await.unwrap();
+        let _folder = folder; // kept as long as the server runs
+        app.run_until_stopped(std::future::pending()).await.unwrap();
     });
     TestApp { addr }
 }

@@ -122,7 +122,6 @@ async fn searches_read_the_replica_and_write_the_primary() {
         primary_pool.clone(),
         engine.with_read_replica(replica),
         |_| {},
-        |_| None,
     )
     .await;
     let browser = Browser::new(&app);

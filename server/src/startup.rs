@@ -1,0 +1,204 @@
+//! One start-up path. [`Application::build`] wires what `server serve` runs: the database and
+//! its migrations, the demo catalog on an empty database, missing document vectors, the search
+//! engine, the periodic sweeper, visitor and site settings, Stripe, the router and the listener.
+//! The integration tests call [`Application::build_with`] (their own database and search engine)
+//! with a [`Config`] they change, so production wiring — Secure cookies from the public URL, the
+//! page policy's Stripe origins, the sweeper — is what they run too.
+
+use std::{future::Future, net::SocketAddr};
+
+use anyhow::{Context, Result};
+use secrecy::ExposeSecret;
+use sqlx::PgPool;
+use tokio::net::TcpListener;
+
+use crate::{
+    accounts::{
+        self,
+        visitor::{CookieKey, VisitorConfig},
+    },
+    billing::{Billing, BillingConfig},
+    catalog,
+    config::Config,
+    db,
+    http::{self, AppState, SiteConfig},
+    quota::Rules,
+    search::{Budgets, SearchEngine, cache, embedder, rerank},
+};
+
+/// How often expired cache rows, sessions, sign-up links and attempts are deleted.
+const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// A bound listener and the app that will answer on it.
+pub struct Application {
+    address: SocketAddr,
+    listener: TcpListener,
+    router: axum::Router,
+}
+
+impl Application {
+    /// The whole server as `config` describes it.
+    pub async fn build(config: &Config) -> Result<Self> {
+        let pool = db::open(config).await?;
+        db::migrate(&pool).await?;
+        prepare_catalog(config, &pool).await?;
+        let embedder = embedder::from_config(config)?;
+        let report = crate::cli::embed_documents(config, &pool, embedder.as_ref()).await?;
+        if report.missing > 0 {
+            tracing::info!(%report, "document vectors brought up to date");
+        }
+        let mut engine = SearchEngine::new(pool.clone(), embedder)
+            .with_reranker(rerank::from_config(config))
+            .with_translator(config.translator())
+            .with_budgets(Budgets::from_config(config));
+        if let Some(replica) = db::open_replica(config.replica_url.as_deref()).await? {
+            engine = engine.with_read_replica(replica);
+        }
+        Self::build_with(config, pool, engine).await
+    }
+
+    /// The app over `pool` and `engine` (already prepared), with everything else from
+    /// `config`. With no public URL configured, the public URL is the bound address (which
+    /// may have been port 0).
+    pub async fn build_with(config: &Config, pool: PgPool, engine: SearchEngine) -> Result<Self> {
+        let listener = TcpListener::bind(config.addr)
+            .await
+            .with_context(|| format!("binding {}", config.addr))?;
+        let address = listener.local_addr()?;
+        let public_url = match config.public_url.as_deref().map(str::trim) {
+            Some(url) if !url.is_empty() => config.public_url(),
+            _ => format!("http://{address}"),
+        };
+        let stripe = BillingConfig::from_config(config);
+        let site = site_config(config, public_url, stripe.as_ref())?;
+        let billing = match stripe {
+            Some(stripe) => Some(Billing::new(&stripe, &site.public_url)?),
+            None => {
+                tracing::info!("Stripe is not configured: Premium cannot be bought on this server");
+                None
+            }
+        };
+        if !config
+            .site_root
+            .join("pkg")
+            .join(format!("{}.js", app::BUNDLE_NAME))
+            .exists()
+        {
+            tracing::warn!(site_root = %config.site_root.display(), "no built site found: pages will render but not hydrate (run scripts/build-site)");
+        }
+        spawn_sweeper(pool.clone());
+        // The dummy hash for unknown addresses, computed now rather than at the first log-in.
+        tokio::spawn(accounts::password::prepare());
+        let state = AppState::new(pool, engine, site, &config.site_root).with_billing(billing);
+        Ok(Self {
+            address,
+            listener,
+            router: http::router(state),
+        })
+    }
+
+    /// Where the app listens.
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+
+    /// Serves until `shutdown` completes. Peer addresses feed the per-network limits
+    /// (`accounts::network`).
+    pub async fn run_until_stopped(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<()> {
+        tracing::info!("listening on http://{}", self.address);
+        axum::serve(
+            self.listener,
+            self.router
+                .into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(shutdown)
+        .await?;
+        Ok(())
+    }
+}
+
+/// The bundled demo catalog on an empty database (local premises: a slow or unreachable LLM must
+/// not keep the server from starting; `server ingest --demo` with a key writes LLM premises),
+/// and a warning for documents older than the lexical index.
+async fn prepare_catalog(config: &Config, pool: &PgPool) -> Result<()> {
+    if let Some(report) = catalog::load_demo_if_empty(pool, config.embedding_model(), None).await? {
+        tracing::info!(
+            anime = report.documents.anime,
+            franchises = report.documents.franchises,
+            seconds = report.elapsed.as_secs_f64(),
+            "empty catalog: loaded the bundled demo catalog"
+        );
+    }
+    let stale: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM documents WHERE lexical_hash IS NULL")
+            .fetch_one(pool)
+            .await?;
+    if stale > 0 {
+        tracing::warn!(
+            stale,
+            "documents predate the lexical index (migration 4): word search misses them until \
+             `server ingest` runs again"
+        );
+    }
+    Ok(())
+}
+
+/// What the HTTP layer needs to know from `config`: the cookie key (configured, else kept in
+/// the data folder), Secure cookies when the public URL is https, the proxy and network
+/// settings, the allowance rules, and the Stripe pages forms may post to.
+pub fn site_config(
+    config: &Config,
+    public_url: String,
+    stripe: Option<&BillingConfig>,
+) -> Result<SiteConfig> {
+    let site = SiteConfig {
+        visitors: VisitorConfig {
+            key: CookieKey::load(
+                config.cookie_key.as_ref().map(|key| key.expose_secret()),
+                &config.embedded.data_dir,
+            )?,
+            secure: public_url.starts_with("https://"),
+            behind_proxy: config.behind_proxy,
+            ipv6_prefix: config.ipv6_network_prefix,
+        },
+        public_url,
+        rules: Rules {
+            new_visitors_per_network_per_day: config.new_visitors_per_network,
+            anonymous_searches_per_network_per_day: config.anonymous_searches_per_network,
+        },
+        dev_mailbox: config.dev_mailbox,
+        metrics_token: config
+            .metrics_token
+            .clone()
+            .filter(|token| !token.expose_secret().trim().is_empty()),
+        form_targets: stripe.map(BillingConfig::page_origins).unwrap_or_default(),
+    };
+    if site.dev_mailbox {
+        tracing::warn!("ZENBU_DEV_MAILBOX is on: /dev/mail shows everyone's sign-up links");
+    }
+    Ok(site)
+}
+
+/// Expired cache rows are ignored when read; this deletes them, and expired sessions, sign-up
+/// links and attempts, now and then.
+fn spawn_sweeper(pool: PgPool) {
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(SWEEP_EVERY);
+        loop {
+            every.tick().await;
+            match cache::sweep(&pool).await {
+                Ok(0) => {}
+                Ok(rows) => tracing::info!(rows, "expired cache rows deleted"),
+                Err(error) => tracing::warn!(%error, "cache sweep failed"),
+            }
+            match accounts::sweep(&pool).await {
+                Ok(0) => {}
+                Ok(rows) => tracing::info!(rows, "expired sessions, links and attempts deleted"),
+                Err(error) => tracing::warn!(%error, "account sweep failed"),
+            }
+        }
+    });
+}
