@@ -2,39 +2,61 @@
 //! [`Backend`](backend::Backend) the server put in Leptos context and calls it, so no SQL or
 //! model code lives in this crate.
 
-use leptos::{prelude::*, server_fn::codec::Json};
+use leptos::{
+    prelude::*,
+    server_fn::codec::{Json, JsonEncoding},
+};
+use serde::{Deserialize, Serialize};
 
 use crate::{
     account::Viewer,
     search::{AnimeDetails, Filters, Refusal, SearchResults},
 };
 
-/// What a search answers: results, or why it did not run (shown on the page; server failures
-/// are the outer `ServerFnError`).
-pub type SearchReply = Result<SearchResults, Refusal>;
+/// Why a server function did not give a page its data, decided once on the server (the
+/// `server` crate's backend maps its errors into these) and read by the pages by variant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PageError {
+    /// The search did not run, for a reason the page explains (HTTP 400 or 429 when rendered
+    /// on the server).
+    Refused(Refusal),
+    /// The database (or another dependency) cannot be reached right now: HTTP 503, and the page
+    /// asks to try again shortly.
+    Unavailable,
+    /// Anything else: a generic error page; the cause is logged on the server.
+    Failed(String),
+}
+
+impl std::fmt::Display for PageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PageError::Refused(refusal) => write!(f, "the search did not run: {refusal:?}"),
+            PageError::Unavailable => f.write_str("Zenbu is briefly unavailable"),
+            PageError::Failed(message) => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for PageError {}
+
+impl FromServerFnError for PageError {
+    type Encoder = JsonEncoding;
+
+    /// A failure of the call itself (the network, a body that does not decode).
+    fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
+        PageError::Failed(value.to_string())
+    }
+}
 
 #[cfg(feature = "ssr")]
 pub mod backend {
     use std::sync::Arc;
 
-    use leptos::prelude::ServerFnError;
-
+    use super::PageError;
     use crate::{
         account::Viewer,
-        search::{AnimeDetails, Filters, Refusal, SearchResults},
+        search::{AnimeDetails, Filters, SearchResults},
     };
-
-    /// Why a backend call failed, as the page must treat it.
-    #[derive(Debug)]
-    pub enum BackendError {
-        /// The search did not run, for a reason the page explains.
-        Refused(Refusal),
-        /// The database (or another dependency) cannot be reached right now: the page answers
-        /// 503 and asks to try again shortly.
-        Unavailable,
-        /// Anything else: the page shows a generic error and the cause is logged.
-        Failed(String),
-    }
 
     /// What the server offers the pages; implemented in the `server` crate.
     #[async_trait::async_trait]
@@ -45,17 +67,23 @@ pub mod backend {
             request: &http::request::Parts,
             query: &str,
             filters: &Filters,
-        ) -> Result<SearchResults, BackendError>;
-        async fn anime(&self, id: i32) -> Result<Option<AnimeDetails>, BackendError>;
+        ) -> Result<SearchResults, PageError>;
+        async fn anime(&self, id: i32) -> Result<Option<AnimeDetails>, PageError>;
         /// Who sent `request`: form token, account, allowance.
-        async fn viewer(&self, request: &http::request::Parts) -> Result<Viewer, BackendError>;
+        async fn viewer(&self, request: &http::request::Parts) -> Result<Viewer, PageError>;
     }
 
     pub type SharedBackend = Arc<dyn Backend>;
 
-    pub fn current() -> Result<SharedBackend, ServerFnError> {
+    pub fn current() -> Result<SharedBackend, PageError> {
         leptos::prelude::use_context::<SharedBackend>()
-            .ok_or_else(|| ServerFnError::new("no backend in context"))
+            .ok_or_else(|| PageError::Failed("no backend in context".into()))
+    }
+
+    /// The request being answered (the server puts it in context for server functions).
+    pub fn request() -> Result<http::request::Parts, PageError> {
+        leptos::prelude::use_context()
+            .ok_or_else(|| PageError::Failed("no request in context".into()))
     }
 
     /// Sets the HTTP status of the response being built (call it while rendering a page; in a
@@ -67,48 +95,23 @@ pub mod backend {
     }
 }
 
-/// Searches the catalog for a description.
+/// Searches the catalog for a description. A search that did not run answers
+/// `PageError::Refused` with the reason, which the page shows.
 #[server(input = Json)]
-pub async fn search(query: String, filters: Filters) -> Result<SearchReply, ServerFnError> {
-    use backend::BackendError;
-    let request: http::request::Parts =
-        use_context().ok_or_else(|| ServerFnError::new("no request in context"))?;
-    match backend::current()?.search(&request, &query, &filters).await {
-        Ok(results) => Ok(Ok(results)),
-        // The page sets HTTP 400 or 429 when it renders this on the server; a server-function
-        // call from the browser gets 200 and the reason, which the page shows.
-        Err(BackendError::Refused(refusal)) => Ok(Err(refusal)),
-        Err(other) => Err(failure(other)),
-    }
+pub async fn search(query: String, filters: Filters) -> Result<SearchResults, PageError> {
+    backend::current()?
+        .search(&backend::request()?, &query, &filters)
+        .await
 }
 
 /// One anime with its franchise and "similar to this"; `None` when the id is unknown.
 #[server(input = Json)]
-pub async fn load_anime(id: i32) -> Result<Option<AnimeDetails>, ServerFnError> {
-    backend::current()?.anime(id).await.map_err(failure)
+pub async fn load_anime(id: i32) -> Result<Option<AnimeDetails>, PageError> {
+    backend::current()?.anime(id).await
 }
 
 /// Who is looking at the page: the form token, the account (if logged in) and the allowance.
 #[server(input = Json)]
-pub async fn load_viewer() -> Result<Viewer, ServerFnError> {
-    let request: http::request::Parts =
-        use_context().ok_or_else(|| ServerFnError::new("no request in context"))?;
-    backend::current()?.viewer(&request).await.map_err(failure)
-}
-
-/// The message of a server function that failed because a dependency is down.
-pub const UNAVAILABLE: &str = "Zenbu is briefly unavailable";
-
-/// Whether a server function failed because a dependency is down (the page then answers 503).
-pub fn is_unavailable(error: &ServerFnError) -> bool {
-    error.to_string().contains(UNAVAILABLE)
-}
-
-#[cfg(feature = "ssr")]
-fn failure(error: backend::BackendError) -> ServerFnError {
-    match error {
-        backend::BackendError::Unavailable => ServerFnError::new(UNAVAILABLE),
-        backend::BackendError::Failed(message) => ServerFnError::new(message),
-        backend::BackendError::Refused(refusal) => ServerFnError::new(format!("{refusal:?}")),
-    }
+pub async fn load_viewer() -> Result<Viewer, PageError> {
+    backend::current()?.viewer(&backend::request()?).await
 }

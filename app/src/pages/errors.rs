@@ -54,16 +54,10 @@ pub fn Unavailable() -> impl IntoView {
 }
 
 /// The page for a failed server function: 503 when a dependency is down, else 500.
-pub fn failure_view(
-    error: &leptos::prelude::ServerFnError,
-    message: Option<&'static str>,
-) -> AnyView {
-    if crate::api::is_unavailable(error) {
-        view! { <Unavailable /> }.into_any()
-    } else {
-        match message {
-            Some(message) => view! { <ServerError message /> }.into_any(),
-            None => view! { <ServerError /> }.into_any(),
-        }
+pub fn failure_view(error: &crate::api::PageError, message: Option<&'static str>) -> AnyView {
+    match (error, message) {
+        (crate::api::PageError::Unavailable, _) => view! { <Unavailable /> }.into_any(),
+        (_, Some(message)) => view! { <ServerError message /> }.into_any(),
+        (_, None) => view! { <ServerError /> }.into_any(),
     }
 }

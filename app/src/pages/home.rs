@@ -5,7 +5,7 @@ use leptos_router::{components::Form, hooks::use_query_map};
 
 use super::Card;
 use crate::{
-    api::{load_viewer, search},
+    api::{PageError, load_viewer, search},
     i18n::{Lang, use_lang},
     search::{
         Branch, FORMATS, Filters, GENRES, MAX_QUERY_CHARS, QuotaInfo, Ranking, Refusal, SearchHit,
@@ -182,8 +182,8 @@ pub fn HomePage() -> impl IntoView {
                 {move || Suspend::new(async move {
                     match results.await {
                         None => ().into_any(),
-                        Some(Ok(Ok(results))) => view! { <Results results /> }.into_any(),
-                        Some(Ok(Err(refusal))) => view! { <RefusalNotice refusal /> }.into_any(),
+                        Some(Ok(results)) => view! { <Results results /> }.into_any(),
+                        Some(Err(PageError::Refused(refusal))) => view! { <RefusalNotice refusal /> }.into_any(),
                         Some(Err(error)) => super::errors::failure_view(&error, Some(t.search_failed)),
                     }
                 })}

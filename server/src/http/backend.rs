@@ -3,7 +3,7 @@
 
 use app::{
     account::{UserSummary, Viewer},
-    api::backend::{Backend, BackendError},
+    api::{PageError, backend::Backend},
     search::{AnimeDetails, Filters, Refusal, SearchResults},
 };
 
@@ -22,40 +22,40 @@ pub struct PagesBackend {
     pub billing: bool,
 }
 
-impl From<SearchError> for BackendError {
+impl From<SearchError> for PageError {
     fn from(error: SearchError) -> Self {
         match error {
-            SearchError::EmptyQuery => BackendError::Refused(Refusal::EmptyQuery),
-            SearchError::QueryTooLong(_) => BackendError::Refused(Refusal::QueryTooLong {
+            SearchError::EmptyQuery => PageError::Refused(Refusal::EmptyQuery),
+            SearchError::QueryTooLong(_) => PageError::Refused(Refusal::QueryTooLong {
                 max: app::search::MAX_QUERY_CHARS,
             }),
             // Only a hand-made request sends one: the pages offer known values only.
             SearchError::UnknownFilter(value) => {
                 tracing::warn!(value, "search with an unknown filter refused");
-                BackendError::Failed("unknown format or genre".into())
+                PageError::Failed("unknown format or genre".into())
             }
             error if error.is_unavailable() => {
                 tracing::warn!(%error, "search: the database is unavailable");
-                BackendError::Unavailable
+                PageError::Unavailable
             }
             other => {
                 tracing::error!(error = ?other, "search failed");
-                BackendError::Failed("search failed".into())
+                PageError::Failed("search failed".into())
             }
         }
     }
 }
 
-impl From<AccountError> for BackendError {
+impl From<AccountError> for PageError {
     fn from(error: AccountError) -> Self {
         match error {
             AccountError::Database(error) if crate::db::is_unavailable(&error) => {
                 tracing::warn!(%error, "accounts: the database is unavailable");
-                BackendError::Unavailable
+                PageError::Unavailable
             }
             other => {
                 tracing::error!(error = ?other, "reading the account failed");
-                BackendError::Failed("account unavailable".into())
+                PageError::Failed("account unavailable".into())
             }
         }
     }
@@ -68,37 +68,37 @@ impl Backend for PagesBackend {
         request: &axum::http::request::Parts,
         query: &str,
         filters: &Filters,
-    ) -> Result<SearchResults, BackendError> {
+    ) -> Result<SearchResults, PageError> {
         // A search link followed from another site shows the form filled in; it runs when
         // submitted here.
         if super::security::from_another_site(&request.headers) {
-            return Err(BackendError::Refused(Refusal::FromAnotherSite));
+            return Err(PageError::Refused(Refusal::FromAnotherSite));
         }
         let (payer, _) = accounts::payer(self.search.pool(), request).await?;
         self.meter
             .search(&self.search, &payer, &self.site.rules, query, filters)
             .await
             .map_err(|error| match error {
-                Metered::Exhausted(quota) => BackendError::Refused(Refusal::QuotaExhausted(quota)),
+                Metered::Exhausted(quota) => PageError::Refused(Refusal::QuotaExhausted(quota)),
                 Metered::NetworkCapped { per_day } => {
-                    BackendError::Refused(Refusal::TooManyNewVisitors { per_day })
+                    PageError::Refused(Refusal::TooManyNewVisitors { per_day })
                 }
                 Metered::NetworkBusy { per_day } => {
-                    BackendError::Refused(Refusal::TooManyFromNetwork { per_day })
+                    PageError::Refused(Refusal::TooManyFromNetwork { per_day })
                 }
                 Metered::Search(error) => error.into(),
             })
     }
 
-    async fn anime(&self, id: i32) -> Result<Option<AnimeDetails>, BackendError> {
+    async fn anime(&self, id: i32) -> Result<Option<AnimeDetails>, PageError> {
         Ok(self.search.anime(id).await?)
     }
 
-    async fn viewer(&self, request: &axum::http::request::Parts) -> Result<Viewer, BackendError> {
+    async fn viewer(&self, request: &axum::http::request::Parts) -> Result<Viewer, PageError> {
         let visitor = request
             .extensions
             .get::<Visitor>()
-            .ok_or_else(|| BackendError::Failed("no visitor on the request".into()))?;
+            .ok_or_else(|| PageError::Failed("no visitor on the request".into()))?;
         let pool = self.search.pool();
         let (payer, user) = accounts::payer(pool, request).await?;
         let usage = quota::usage(pool, &payer.subject, payer.plan, None)
