@@ -161,13 +161,17 @@ pub async fn reserve_for(
         .bind(subject)
         .execute(&mut *tx)
         .await?;
-    let (now, used, resets_on, repeat): (String, i64, String, bool) =
-        sqlx::query_as(&standing_sql(plan))
-            .bind(subject)
-            .bind(at)
-            .bind(query_key)
-            .fetch_one(&mut *tx)
-            .await?;
+    let Standing {
+        now,
+        used,
+        resets_on,
+        repeat,
+    } = sqlx::query_as(&standing_sql(plan))
+        .bind(subject)
+        .bind(at)
+        .bind(query_key)
+        .fetch_one(&mut *tx)
+        .await?;
     let usage = Usage {
         used,
         limit: plan.limit(),
@@ -214,6 +218,17 @@ pub async fn reserve_for(
     Ok(reservation)
 }
 
+/// A network's anonymous activity in the 24 hours before a moment ([`network_refusal`]).
+#[derive(sqlx::FromRow)]
+struct NetworkStanding {
+    /// Its anonymous searches (confirmed, or possibly still running).
+    searches: i64,
+    /// The subject has started before (from any network).
+    started: bool,
+    /// Anonymous ids it started.
+    recent_starts: i64,
+}
+
 /// A per-network limit an anonymous search ran into.
 enum NetworkLimit {
     NewVisitors,
@@ -236,17 +251,21 @@ async fn network_refusal(
         .bind(format!("network:{network}"))
         .execute(&mut *tx)
         .await?;
-    let (searches, started, recent_starts): (i64, bool, i64) = sqlx::query_as(&format!(
+    let NetworkStanding {
+        searches,
+        started,
+        recent_starts,
+    } = sqlx::query_as(&format!(
         "SELECT
              (SELECT count(*) FROM search_usage u
                WHERE u.network = $1 AND u.refunded_at IS NULL
                  AND (u.confirmed_at IS NOT NULL OR u.counted_at > $3::timestamptz - interval '{IN_FLIGHT}')
                  AND u.counted_at > $3::timestamptz - interval '1 day'
-                 AND u.counted_at <= $3::timestamptz),
-             EXISTS (SELECT 1 FROM anonymous_starts WHERE subject = $2),
+                 AND u.counted_at <= $3::timestamptz) AS searches,
+             EXISTS (SELECT 1 FROM anonymous_starts WHERE subject = $2) AS started,
              (SELECT count(*) FROM anonymous_starts
                WHERE network = $1 AND started_at > $3::timestamptz - interval '1 day'
-                 AND started_at <= $3::timestamptz)"
+                 AND started_at <= $3::timestamptz) AS recent_starts"
     ))
     .bind(network)
     .bind(subject)
@@ -303,17 +322,28 @@ pub async fn usage(
     plan: Plan,
     at: Option<&str>,
 ) -> Result<Usage, sqlx::Error> {
-    let (_, used, resets_on, _): (String, i64, String, bool) = sqlx::query_as(&standing_sql(plan))
+    let standing: Standing = sqlx::query_as(&standing_sql(plan))
         .bind(subject)
         .bind(at)
         .bind("")
         .fetch_one(pool)
         .await?;
     Ok(Usage {
-        used,
+        used: standing.used,
         limit: plan.limit(),
-        resets_on,
+        resets_on: standing.resets_on,
     })
+}
+
+/// Where a subject stands at a moment ([`standing_sql`]).
+#[derive(sqlx::FromRow)]
+struct Standing {
+    /// The moment, as an ISO 8601 timestamp (PostgreSQL's clock unless a test set it).
+    now: String,
+    used: i64,
+    resets_on: String,
+    /// The query was counted and confirmed within the repeat window.
+    repeat: bool,
 }
 
 /// The clock, units used this period, the next period's first day and whether `$3` was counted
@@ -328,18 +358,18 @@ fn standing_sql(plan: Plan) -> String {
                     date_trunc('{period}', t, 'UTC') + interval '1 {period}' AS ends
              FROM clock
          )
-         SELECT to_char(p.t AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'),
+         SELECT to_char(p.t AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') AS now,
                 -- Confirmed, or reserved so recently that its search may still be running.
                 (SELECT count(*) FROM search_usage u
                   WHERE u.subject = $1 AND u.refunded_at IS NULL
                     AND (u.confirmed_at IS NOT NULL OR u.counted_at > p.t - interval '{IN_FLIGHT}')
-                    AND u.counted_at >= p.starts AND u.counted_at < p.ends),
-                to_char(p.ends AT TIME ZONE 'UTC', 'YYYY-MM-DD'),
+                    AND u.counted_at >= p.starts AND u.counted_at < p.ends) AS used,
+                to_char(p.ends AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS resets_on,
                 EXISTS (SELECT 1 FROM search_usage u
                          WHERE u.subject = $1 AND u.query_key = $3
                            AND u.refunded_at IS NULL AND u.confirmed_at IS NOT NULL
                            AND u.counted_at > p.t - interval '{REPEAT_WINDOW}'
-                           AND u.counted_at <= p.t)
+                           AND u.counted_at <= p.t) AS repeat
          FROM period p"
     )
 }

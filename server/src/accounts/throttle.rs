@@ -69,6 +69,19 @@ impl Attempt {
     }
 }
 
+/// Recent attempts of one kind that an attempt is checked against ([`admit`]).
+#[derive(sqlx::FromRow)]
+struct Counts {
+    /// At this address from this network.
+    both: i64,
+    /// At this address from anywhere.
+    by_email: i64,
+    /// From this network at any address.
+    by_network: i64,
+    /// The address's owner has logged in from this network before.
+    owners_network: bool,
+}
+
 /// Records one attempt if it is within `limits`; `None` (nothing recorded) when it is not.
 /// The id lets a successful log-in take its attempt back ([`forgive`]).
 pub async fn admit(
@@ -91,12 +104,17 @@ pub async fn admit(
     }
     // The address's owner has logged in from this network before: failures at the address
     // from elsewhere do not lock them out here (only this network's own count applies).
-    let (both, by_email, by_network, owners_network): (i64, i64, i64, bool) = sqlx::query_as(
-        "SELECT count(*) FILTER (WHERE email = $2 AND network = $3),
-                count(*) FILTER (WHERE email = $2),
-                count(*) FILTER (WHERE network = $3),
+    let Counts {
+        both,
+        by_email,
+        by_network,
+        owners_network,
+    } = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE email = $2 AND network = $3) AS both,
+                count(*) FILTER (WHERE email = $2) AS by_email,
+                count(*) FILTER (WHERE network = $3) AS by_network,
                 $1 = 'login' AND EXISTS (SELECT 1 FROM login_networks
-                                          WHERE email = $2 AND network = $3)
+                                          WHERE email = $2 AND network = $3) AS owners_network
            FROM auth_attempts
           WHERE kind = $1 AND (email = $2 OR network = $3)
             AND attempted_at > now() - make_interval(mins => $4::int)",

@@ -83,6 +83,14 @@ pub fn complete_order(answer: &[i64], candidates: &[Candidate]) -> Result<Vec<i3
     Ok(order)
 }
 
+/// What a candidate's row says: its popularity and the summary a language model reads.
+#[derive(sqlx::FromRow)]
+struct CandidateFacts {
+    id: i32,
+    popularity: Option<i32>,
+    summary: String,
+}
+
 /// The evidence for the fused top `CANDIDATES`: one query for the cosines the vector branch did
 /// not return and every candidate's popularity.
 pub async fn candidates(
@@ -112,13 +120,13 @@ pub async fn candidates(
             passage_cosine.insert(id, 1.0 - distance);
         }
     }
-    let facts: HashMap<i32, (i32, String)> = sqlx::query_as::<_, (i32, Option<i32>, String)>(
+    let facts: HashMap<i32, (i32, String)> = sqlx::query_as::<_, CandidateFacts>(
         "SELECT a.id, a.popularity,
                 concat_ws('. ',
                     concat_ws(' / ', coalesce(a.title_romaji, a.title_native), a.title_english),
                     concat_ws(', ', a.format, coalesce(a.season_year, a.start_year)::text),
                     left(coalesce(a.description, ''), $2),
-                    'Tags: ' || array_to_string(a.genres, ', '))
+                    'Tags: ' || array_to_string(a.genres, ', ')) AS summary
          FROM anime a WHERE a.id = ANY($1)",
     )
     .bind(&ids)
@@ -127,7 +135,7 @@ pub async fn candidates(
     .await
     .map_err(vector::VectorError::from)?
     .into_iter()
-    .map(|(id, p, summary)| (id, (p.unwrap_or(0), summary)))
+    .map(|row| (row.id, (row.popularity.unwrap_or(0), row.summary)))
     .collect();
     let lexical: HashMap<i32, LexicalHit> =
         lexical.iter().map(|h| (h.anime_id, h.clone())).collect();

@@ -238,6 +238,16 @@ const THEME_WEIGHT: f64 = 1.0;
 const TEXT_WEIGHT: f64 = 0.5;
 const POPULARITY_WEIGHT: f64 = 0.3;
 
+/// A candidate of "similar to" as [`similar_sql`] reads it.
+#[derive(sqlx::FromRow)]
+struct SimilarRow {
+    anime_id: i32,
+    text_cosine: f64,
+    theme_cosine: f64,
+    popularity: i32,
+    franchise_root_id: Option<i32>,
+}
+
 /// One "similar to" result and its evidence.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SimilarHit {
@@ -306,7 +316,7 @@ pub async fn similar(
     exclude_franchise: bool,
     limit: usize,
 ) -> Result<Vec<SimilarHit>, VectorError> {
-    let rows = sqlx::query_as::<_, (i32, f64, f64, i32, Option<i32>)>(&similar_sql(model)?)
+    let rows = sqlx::query_as::<_, SimilarRow>(&similar_sql(model)?)
         .bind(id)
         .bind(exclude_franchise)
         .bind(SIMILAR_POOL as i64)
@@ -315,7 +325,13 @@ pub async fn similar(
     let mut scored: Vec<(SimilarHit, Option<i32>)> = rows
         .into_iter()
         .map(
-            |(anime_id, text_cosine, theme_cosine, popularity, franchise)| {
+            |SimilarRow {
+                 anime_id,
+                 text_cosine,
+                 theme_cosine,
+                 popularity,
+                 franchise_root_id: franchise,
+             }| {
                 let prior = (1.0 + popularity.max(0) as f64).log10() / 6.0;
                 let score = THEME_WEIGHT * theme_cosine
                     + TEXT_WEIGHT * text_cosine
