@@ -369,7 +369,6 @@ pub async fn run(
     set: &EvalSet,
     llm: Option<&dyn Reranker>,
 ) -> Result<Report> {
-    let reranker = LocalReranker::default();
     let mut confident = ConfidentReport::default();
     let mut fit_cases: Vec<FitCase> = Vec::new();
     let pool = engine.pool();
@@ -417,78 +416,12 @@ pub async fn run(
             .as_deref()
             .with_context(|| format!("case {} has neither query nor source", case.id))?;
         text_cases += 1;
-        let retrieval = engine.retrieve(query, &Filters::default()).await?;
-        let lexical: Vec<i32> = retrieval.lexical.iter().map(|hit| hit.anime_id).collect();
-        let vector_ids: Vec<i32> = retrieval.vector.iter().map(|&(id, _)| id).collect();
-        let fused: Vec<i32> = retrieval.fused.iter().map(|f| f.anime_id).collect();
-        let seed = match &retrieval.query_vector {
-            Some(v) => seed_001(engine, &model, v, &retrieval.lexical).await?,
-            None => lexical.clone(),
-        };
-        let candidates = rerank::candidates(
-            pool,
-            &model,
-            retrieval.query_vector.as_deref(),
-            &retrieval.fused,
-            &retrieval.lexical,
-            &retrieval.vector,
-        )
-        .await?;
-        let complete = |order: Vec<i32>| -> Vec<i32> {
-            let mut order = order;
-            order.extend(fused.iter().skip(candidates.len()));
-            order
-        };
-        let reranked = complete(reranker.order(&candidates));
-        let margin = fused_margin(&retrieval.fused);
-        confident.per_case.push((
-            margin,
-            fused.first().is_some_and(|id| expected.contains(id)),
-            reranked.first().is_some_and(|id| expected.contains(id)),
-        ));
-        // The served local reranker always reorders (see `Reranker::skips_when_confident`); the
-        // report still shows what the skip would keep, as it applies to the LLM reranker.
-        if margin >= CONFIDENT_MARGIN {
-            confident.skipped += 1;
-            let top_right = fused.first().is_some_and(|id| expected.contains(id));
-            let reranked_right = reranked.first().is_some_and(|id| expected.contains(id));
-            confident.fused_top_right += usize::from(top_right);
-            confident.reranked_top_right += usize::from(reranked_right);
-        }
-        let served = if margin >= CONFIDENT_MARGIN && reranker.skips_when_confident() {
-            fused.clone()
-        } else {
-            reranked.clone()
-        };
-        let llm_order = match llm {
-            Some(llm) => {
-                let began = std::time::Instant::now();
-                let order = match llm.rerank(query, &candidates).await {
-                    Ok(order) => order,
-                    Err(error) => {
-                        tracing::warn!(%error, "LLM rerank failed: fused order");
-                        confident.llm_failures += 1;
-                        Vec::new()
-                    }
-                };
-                confident.llm_seconds += began.elapsed().as_secs_f64();
-                Some(complete(order))
-            }
-            None => None,
-        };
+        let (rankings, candidates) =
+            rank_text_case(engine, &model, query, &expected, llm, &mut confident).await?;
         fit_cases.push((candidates, expected.clone()));
-        let rankings: [Option<&Vec<i32>>; 7] = [
-            Some(&lexical),
-            Some(&vector_ids),
-            Some(&fused),
-            Some(&seed),
-            Some(&reranked),
-            Some(&served),
-            llm_order.as_ref(),
-        ];
         for (method, ranking) in METHODS
             .iter()
-            .zip(rankings)
+            .zip(rankings.by_method())
             .filter_map(|(m, r)| Some((m, r?)))
         {
             let entry = sums.entry(method).or_default();
@@ -510,7 +443,130 @@ pub async fn run(
             first_rank,
         });
     }
-    let methods = METHODS
+    let methods = method_reports(&sums);
+    confident.margin = CONFIDENT_MARGIN;
+    Ok(Report {
+        fit_cases,
+        confident,
+        embedding_model: model,
+        catalog_size,
+        text_cases,
+        skipped,
+        methods,
+        similar: similar.metrics(),
+        cases,
+    })
+}
+
+/// What each method ranked for one text case, in [`METHODS`] order.
+struct CaseRankings {
+    lexical: Vec<i32>,
+    vector: Vec<i32>,
+    fused: Vec<i32>,
+    seed: Vec<i32>,
+    reranked: Vec<i32>,
+    served: Vec<i32>,
+    /// With `--llm-rerank` only.
+    llm: Option<Vec<i32>>,
+}
+
+impl CaseRankings {
+    fn by_method(&self) -> [Option<&Vec<i32>>; 7] {
+        [
+            Some(&self.lexical),
+            Some(&self.vector),
+            Some(&self.fused),
+            Some(&self.seed),
+            Some(&self.reranked),
+            Some(&self.served),
+            self.llm.as_ref(),
+        ]
+    }
+}
+
+/// Runs one text case through every method (and records what the confident skip would keep);
+/// also returns the rerank candidates, for `--fit`.
+async fn rank_text_case(
+    engine: &SearchEngine,
+    model: &str,
+    query: &str,
+    expected: &[i32],
+    llm: Option<&dyn Reranker>,
+    confident: &mut ConfidentReport,
+) -> Result<(CaseRankings, Vec<Candidate>)> {
+    let reranker = LocalReranker::default();
+    let retrieval = engine.retrieve(query, &Filters::default()).await?;
+    let lexical: Vec<i32> = retrieval.lexical.iter().map(|hit| hit.anime_id).collect();
+    let vector_ids: Vec<i32> = retrieval.vector.iter().map(|&(id, _)| id).collect();
+    let fused: Vec<i32> = retrieval.fused.iter().map(|f| f.anime_id).collect();
+    let seed = match &retrieval.query_vector {
+        Some(v) => seed_001(engine, model, v, &retrieval.lexical).await?,
+        None => lexical.clone(),
+    };
+    let candidates = rerank::candidates(
+        engine.pool(),
+        model,
+        retrieval.query_vector.as_deref(),
+        &retrieval.fused,
+        &retrieval.lexical,
+        &retrieval.vector,
+    )
+    .await?;
+    let complete = |order: Vec<i32>| -> Vec<i32> {
+        let mut order = order;
+        order.extend(fused.iter().skip(candidates.len()));
+        order
+    };
+    let reranked = complete(reranker.order(&candidates));
+    let margin = fused_margin(&retrieval.fused);
+    let fused_right = fused.first().is_some_and(|id| expected.contains(id));
+    let reranked_right = reranked.first().is_some_and(|id| expected.contains(id));
+    confident
+        .per_case
+        .push((margin, fused_right, reranked_right));
+    // The served local reranker always reorders (see `Reranker::skips_when_confident`); the
+    // report still shows what the skip would keep, as it applies to the LLM reranker.
+    if margin >= CONFIDENT_MARGIN {
+        confident.skipped += 1;
+        confident.fused_top_right += usize::from(fused_right);
+        confident.reranked_top_right += usize::from(reranked_right);
+    }
+    let served = if margin >= CONFIDENT_MARGIN && reranker.skips_when_confident() {
+        fused.clone()
+    } else {
+        reranked.clone()
+    };
+    let llm = match llm {
+        Some(llm) => {
+            let began = std::time::Instant::now();
+            let order = match llm.rerank(query, &candidates).await {
+                Ok(order) => order,
+                Err(error) => {
+                    tracing::warn!(%error, "LLM rerank failed: fused order");
+                    confident.llm_failures += 1;
+                    Vec::new()
+                }
+            };
+            confident.llm_seconds += began.elapsed().as_secs_f64();
+            Some(complete(order))
+        }
+        None => None,
+    };
+    let rankings = CaseRankings {
+        lexical,
+        vector: vector_ids,
+        fused,
+        seed,
+        reranked,
+        served,
+        llm,
+    };
+    Ok((rankings, candidates))
+}
+
+/// Each method's metrics over all cases, per language and per kind.
+fn method_reports(sums: &BTreeMap<&str, MethodSums>) -> Vec<MethodReport> {
+    METHODS
         .iter()
         .filter_map(|method| {
             let (all, es, en, kinds) = sums.get(method)?;
@@ -525,19 +581,7 @@ pub async fn run(
                     .collect(),
             })
         })
-        .collect();
-    confident.margin = CONFIDENT_MARGIN;
-    Ok(Report {
-        fit_cases,
-        confident,
-        embedding_model: model,
-        catalog_size,
-        text_cases,
-        skipped,
-        methods,
-        similar: similar.metrics(),
-        cases,
-    })
+        .collect()
 }
 
 /// Minimum scores per method (`similar` for the similar-to cases), as in
