@@ -129,6 +129,10 @@ pub async fn admit(
         || (by_email >= limits.per_address && !owners_network)
         || by_network >= limits.per_network
     {
+        // Ended now, not when the dropped transaction's queued ROLLBACK is next flushed: until
+        // then the pooled connection would keep holding the address's and the network's
+        // advisory locks, and the next attempt for either would wait on them.
+        tx.rollback().await?;
         return Ok(None);
     }
     let id: i64 = sqlx::query_scalar(
