@@ -244,9 +244,9 @@ impl Config {
         .map(|parsed| parsed.config)
     }
 
-    /// Where users reach the site, without a trailing slash: the configured URL, else this
-    /// server's own address.
-    pub fn public_url(&self) -> String {
+    /// Where users reach the site, without a trailing slash: the configured URL, else the
+    /// address the server is bound to (which may differ from `addr` when that asked for port 0).
+    pub fn public_url(&self, bound: SocketAddr) -> String {
         match self
             .public_url
             .as_deref()
@@ -254,7 +254,7 @@ impl Config {
             .filter(|u| !u.is_empty())
         {
             Some(url) => url.trim_end_matches('/').to_string(),
-            None => format!("http://{}", self.addr),
+            None => format!("http://{bound}"),
         }
     }
 

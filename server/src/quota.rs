@@ -251,6 +251,7 @@ async fn network_refusal(
         .bind(format!("network:{network}"))
         .execute(&mut *tx)
         .await?;
+    let live = live_unit("u", "$3::timestamptz");
     let NetworkStanding {
         searches,
         started,
@@ -258,8 +259,7 @@ async fn network_refusal(
     } = sqlx::query_as(&format!(
         "SELECT
              (SELECT count(*) FROM search_usage u
-               WHERE u.network = $1 AND u.refunded_at IS NULL
-                 AND (u.confirmed_at IS NOT NULL OR u.counted_at > $3::timestamptz - interval '{IN_FLIGHT}')
+               WHERE u.network = $1 AND {live}
                  AND u.counted_at > $3::timestamptz - interval '1 day'
                  AND u.counted_at <= $3::timestamptz) AS searches,
              EXISTS (SELECT 1 FROM anonymous_starts WHERE subject = $2) AS started,
@@ -335,6 +335,15 @@ pub async fn usage(
     })
 }
 
+/// The SQL condition for a unit of `search_usage` (aliased `unit`) that counts at time `at`:
+/// not refunded, and confirmed or reserved so recently that its search may still be running.
+fn live_unit(unit: &str, at: &str) -> String {
+    format!(
+        "{unit}.refunded_at IS NULL
+         AND ({unit}.confirmed_at IS NOT NULL OR {unit}.counted_at > {at} - interval '{IN_FLIGHT}')"
+    )
+}
+
 /// Where a subject stands at a moment ([`standing_sql`]).
 #[derive(sqlx::FromRow)]
 struct Standing {
@@ -351,6 +360,7 @@ struct Standing {
 /// unit does not make a repeat free: its search may never answer.
 fn standing_sql(plan: Plan) -> String {
     let period = plan.period();
+    let live = live_unit("u", "p.t");
     format!(
         "WITH clock AS (SELECT coalesce($2::timestamptz, now()) AS t),
          period AS (
@@ -359,10 +369,8 @@ fn standing_sql(plan: Plan) -> String {
              FROM clock
          )
          SELECT to_char(p.t AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') AS now,
-                -- Confirmed, or reserved so recently that its search may still be running.
                 (SELECT count(*) FROM search_usage u
-                  WHERE u.subject = $1 AND u.refunded_at IS NULL
-                    AND (u.confirmed_at IS NOT NULL OR u.counted_at > p.t - interval '{IN_FLIGHT}')
+                  WHERE u.subject = $1 AND {live}
                     AND u.counted_at >= p.starts AND u.counted_at < p.ends) AS used,
                 to_char(p.ends AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS resets_on,
                 EXISTS (SELECT 1 FROM search_usage u

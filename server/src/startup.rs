@@ -65,10 +65,7 @@ impl Application {
             .await
             .with_context(|| format!("binding {}", config.addr))?;
         let address = listener.local_addr()?;
-        let public_url = match config.public_url.as_deref().map(str::trim) {
-            Some(url) if !url.is_empty() => config.public_url(),
-            _ => format!("http://{address}"),
-        };
+        let public_url = config.public_url(address);
         let stripe = BillingConfig::from_config(config);
         let site = site_config(config, public_url, stripe.as_ref())?;
         let billing = match stripe {

@@ -277,8 +277,9 @@ impl Embedder for OpenAiEmbedder {
     }
 }
 
-/// OpenAI's vectors come normalised; a zero or drifting norm must not reach cosine distance.
-fn normalised(mut v: Vec<f32>) -> Vec<f32> {
+/// `v` scaled to unit length (a zero vector stays zero). OpenAI's vectors come normalised; a
+/// zero or drifting norm must not reach cosine distance.
+pub fn normalised(mut v: Vec<f32>) -> Vec<f32> {
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
     if norm > 0.0 {
         v.iter_mut().for_each(|x| *x /= norm);

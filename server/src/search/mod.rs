@@ -147,11 +147,10 @@ pub const CONFIDENT_MARGIN: f64 = 0.4;
 /// The unit vector halfway between two unit vectors (the first when they are opposite).
 pub fn mean_direction(a: &[f32], b: &[f32]) -> Vec<f32> {
     let sum: Vec<f32> = a.iter().zip(b).map(|(x, y)| x + y).collect();
-    let norm = sum.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if norm < 1e-6 {
+    if sum.iter().map(|x| x * x).sum::<f32>().sqrt() < 1e-6 {
         return a.to_vec();
     }
-    sum.into_iter().map(|x| x / norm).collect()
+    embedder::normalised(sum)
 }
 
 /// Relative lead of the first fused result over the second (1 when there is no second).
