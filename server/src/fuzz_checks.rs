@@ -117,7 +117,11 @@ pub fn document(data: &[u8]) {
             "untidy title {title:?}"
         );
     }
-    if let Some(vector) = document::theme_vector(&media) {
+    // In a catalog of itself and an anime without themes, every theme it has weighs.
+    let mut untagged = media.clone();
+    (untagged.genres, untagged.tags) = (Vec::new(), Vec::new());
+    let frequencies = document::ThemeFrequencies::of(&[media.clone(), untagged]);
+    if let Some(vector) = document::theme_vector(&media, &frequencies) {
         assert!(
             vector.starts_with('{')
                 && vector.ends_with(&format!("}}/{}", document::THEME_DIMENSIONS))

@@ -320,12 +320,13 @@ pub async fn rebuild_documents(
         .into_iter()
         .map(|(id, hash, model, lexical)| (id, (hash, model, lexical)))
         .collect();
+    let theme_frequencies = document::ThemeFrequencies::of(&catalog);
     for media in &catalog {
         let premise = premise_of.get(&media.id);
         let body = document::build_document(media, premise);
         let hash = document::content_hash(model, &body);
         let lexical = document::lexical_fields(media, premise);
-        let themes = document::theme_vector(media);
+        let themes = document::theme_vector(media, &theme_frequencies);
         let passages = super::passages::passages(media, premise);
         // One hash over everything indexed beside the body: lexical fields, theme vector and
         // passages.

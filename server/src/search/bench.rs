@@ -156,7 +156,6 @@ pub async fn run(config: &Config, pool: PgPool, args: BenchArgs) -> Result<()> {
             .await?;
     let step = (sources.len() / 100).max(1);
     let sources: Vec<i32> = sources.into_iter().step_by(step).take(100).collect();
-    let sql = vector::similar_sql(embedder.model())?;
     let (mut hnsw, mut exact) = (Vec::new(), Vec::new());
     let mut overlap = 0usize;
     let mut expected = 0usize;
@@ -167,32 +166,15 @@ pub async fn run(config: &Config, pool: PgPool, args: BenchArgs) -> Result<()> {
         let began = Instant::now();
         vector::similar(&pool, embedder.model(), id, true, super::SIMILAR_COUNT).await?;
         let fast_time = began.elapsed();
-        // The candidate SQL through the indexes, then as an exact scan (the baseline).
-        let candidates = |exact: bool| {
-            let pool = pool.clone();
-            let sql = sql.clone();
-            async move {
-                let mut tx = pool.begin().await?;
-                let settings = if exact {
-                    "SELECT set_config('enable_indexscan', 'off', true),
-                            set_config('enable_bitmapscan', 'off', true)"
-                } else {
-                    "SELECT 1"
-                };
-                sqlx::query(settings).execute(&mut *tx).await?;
-                let rows: Vec<(i32, f64, f64, i32, Option<i32>)> = sqlx::query_as(&sql)
-                    .bind(id)
-                    .bind(true)
-                    .bind(40i64)
-                    .fetch_all(&mut *tx)
-                    .await?;
-                tx.commit().await?;
-                anyhow::Ok(rows.into_iter().map(|r| r.0).collect::<Vec<i32>>())
-            }
+        // The candidates through the indexes, then by an exact scan (the baseline).
+        let (pool, model) = (&pool, embedder.model());
+        let candidates = |scan| async move {
+            let rows = vector::similar_candidates(pool, model, id, true, scan).await?;
+            anyhow::Ok(rows.into_iter().map(|r| r.anime_id).collect::<Vec<i32>>())
         };
-        let fast = candidates(false).await?;
+        let fast = candidates(vector::Scan::Indexes).await?;
         let began = Instant::now();
-        let slow = candidates(true).await?;
+        let slow = candidates(vector::Scan::Exact).await?;
         let slow_time = began.elapsed();
         if round == 0 {
             continue; // warm-up

@@ -264,12 +264,25 @@ async fn similar_to_walks_the_hnsw_index(pool: PgPool) {
     .execute(&pool)
     .await
     .unwrap();
+    // ...and theme vectors of three themes each, out of 300.
+    sqlx::query(
+        "INSERT INTO documents (anime_id, body, model, content_hash, themes)
+         SELECT g, '', $1, 'synthetic',
+                format('{%s:0.6,%s:0.6,%s:0.5}/1048576', g % 100 + 1, g % 97 + 101, g % 89 + 201)
+                    ::sparsevec
+         FROM generate_series(1000001, 1003000) g",
+    )
+    .bind(MODEL)
+    .execute(&pool)
+    .await
+    .unwrap();
     sqlx::query("ANALYZE").execute(&pool).await.unwrap();
     let sql = vector::similar_sql(MODEL).unwrap();
     let plan: Vec<String> = sqlx::query_scalar(&format!("EXPLAIN {sql}"))
         .bind(MUSHISHI)
         .bind(true)
         .bind(12i64)
+        .bind(200i64)
         .fetch_all(&pool)
         .await
         .unwrap();
