@@ -51,8 +51,8 @@ fn normalise_once(query: &str) -> String {
 /// Everything that shapes a results page besides the query and the catalog: the models, the
 /// constants of each stage, and a revision number for code changes the constants miss.
 pub fn pipeline_fingerprint(embedding_model: &str, reranker: &str, translator: &str) -> String {
-    // Vector search and similar-to SQL too: a change there changes pages.
-    let vector_sql = super::vector::search_sql(embedding_model).unwrap_or_default();
+    // The vector branch's SQL and weights too: a change there changes pages.
+    let vector = super::vector::fingerprint(embedding_model);
     format!(
         "r{PIPELINE_REVISION}|{embedding_model}|{reranker}|{translator}|k{}|b{BRANCH_LIMIT}|p{PAGE_SIZE}|c{CONFIDENT_MARGIN}|n{}|{:?}|{}|s{}|{}",
         fusion::K,
@@ -60,7 +60,7 @@ pub fn pipeline_fingerprint(embedding_model: &str, reranker: &str, translator: &
         rerank::FITTED,
         lexical::fingerprint(),
         super::SNIPPET_CHARS,
-        crate::catalog::document::hex(&Sha256::digest(vector_sql.as_bytes())),
+        crate::catalog::document::hex(&Sha256::digest(vector.as_bytes())),
     )
 }
 

@@ -201,6 +201,9 @@ pub struct CaseResult {
     pub id: String,
     /// 1-based rank of the first expected anime per method; absent when not found.
     pub first_rank: BTreeMap<String, Option<usize>>,
+    /// The served (or similar-to) top 5, to see what stood in front of a miss.
+    #[serde(default)]
+    pub top: Vec<i32>,
 }
 
 /// Cases where the fused order was confident enough to skip the rerank.
@@ -408,6 +411,7 @@ pub async fn run(
             cases.push(CaseResult {
                 id: case.id.clone(),
                 first_rank,
+                top: ranking.iter().take(5).copied().collect(),
             });
             continue;
         }
@@ -441,6 +445,7 @@ pub async fn run(
         cases.push(CaseResult {
             id: case.id.clone(),
             first_rank,
+            top: rankings.served.iter().take(5).copied().collect(),
         });
     }
     let methods = method_reports(&sums);
@@ -497,16 +502,16 @@ async fn rank_text_case(
     let reranker = LocalReranker::default();
     let retrieval = engine.retrieve(query, &Filters::default()).await?;
     let lexical: Vec<i32> = retrieval.lexical.iter().map(|hit| hit.anime_id).collect();
-    let vector_ids: Vec<i32> = retrieval.vector.iter().map(|&(id, _)| id).collect();
+    let vector_ids: Vec<i32> = retrieval.vector.iter().map(|hit| hit.anime_id).collect();
     let fused: Vec<i32> = retrieval.fused.iter().map(|f| f.anime_id).collect();
-    let seed = match &retrieval.query_vector {
-        Some(v) => seed_001(engine, model, v, &retrieval.lexical).await?,
+    let seed = match &retrieval.query_vectors {
+        Some(v) => seed_001(engine, model, &v.query, &retrieval.lexical).await?,
         None => lexical.clone(),
     };
     let candidates = rerank::candidates(
         engine.pool(),
         model,
-        retrieval.query_vector.as_deref(),
+        retrieval.query_vectors.as_ref(),
         &retrieval.fused,
         &retrieval.lexical,
         &retrieval.vector,

@@ -15,6 +15,7 @@ pub mod cache;
 pub mod e5;
 pub mod embedder;
 pub mod eval;
+pub mod facets;
 pub mod filters;
 pub mod fusion;
 pub mod lexical;
@@ -90,11 +91,11 @@ pub struct StageTimes {
 pub struct Retrieval {
     /// Lexical matches, best first.
     pub lexical: Vec<lexical::LexicalHit>,
-    /// Anime id and cosine distance, nearest first; empty when the query had no vector.
-    pub vector: Vec<(i32, f64)>,
+    /// What the vector branch found, best first; empty when the query had no vector.
+    pub vector: Vec<vector::VectorHit>,
     pub fused: Vec<Fused>,
-    /// The query's vector, when embedding worked.
-    pub query_vector: Option<Vec<f32>>,
+    /// The query's vectors, when embedding worked.
+    pub query_vectors: Option<vector::QueryVectors>,
     /// The English reading of a Spanish query, when it was translated.
     pub translation: Option<String>,
     /// The translator was there but failed or ran out of time (a degraded page: not cached).
@@ -110,8 +111,8 @@ struct VectorBranch {
     search: Duration,
 }
 
-/// Anime id and cosine distance, nearest first, and the query vector that found them.
-type VectorHits = (Vec<(i32, f64)>, Option<Vec<f32>>);
+/// The vector branch's hits, best first, and the query vectors that found them.
+type VectorHits = (Vec<vector::VectorHit>, Option<vector::QueryVectors>);
 
 /// Time each fallible stage may take before the pipeline goes on without it.
 #[derive(Debug, Clone, Copy)]
@@ -273,7 +274,7 @@ impl SearchEngine {
     }
 
     /// Steps 1–3 of the pipeline. When the query cannot be embedded the lexical branch alone
-    /// answers (`query_vector` is `None`).
+    /// answers (`query_vectors` is `None`).
     pub async fn retrieve(&self, raw: &str, filters: &Filters) -> Result<Retrieval, SearchError> {
         // Every stage reads the normalised text the results cache is keyed by, so two queries
         // that share a key always get the same page.
@@ -341,8 +342,9 @@ impl SearchEngine {
 
     /// The vector branch: the query as typed and, for a Spanish one, its English reading are
     /// embedded (each may come from the cache; either alone will do) and their mean direction
-    /// walks the indexes. Returns the hits and the vector used (no hits and no vector when
-    /// nothing could be embedded), the embedding time and the search time.
+    /// walks the indexes, with the facets of the English reading (else of the query as typed),
+    /// embedded at the same time. Returns the hits and the vectors used (no hits and no vectors
+    /// when the query could not be embedded), the embedding time and the search time.
     async fn vector_branch(
         &self,
         query: &str,
@@ -350,12 +352,17 @@ impl SearchEngine {
         filters: &Filters,
     ) -> VectorBranch {
         let began = Instant::now();
-        let (typed, translated) = tokio::join!(self.query_vector(query), async {
-            match english {
-                Some(english) => self.query_vector(english).await,
-                None => Ok(None),
-            }
-        });
+        let facet_texts = facets::facets(english.unwrap_or(query));
+        let (typed, translated, facet_vectors) = tokio::join!(
+            self.query_vector(query),
+            async {
+                match english {
+                    Some(english) => self.query_vector(english).await,
+                    None => Ok(None),
+                }
+            },
+            futures_util::future::join_all(facet_texts.iter().map(|f| self.query_vector(f)))
+        );
         let embed = began.elapsed();
         let unsearched = |outcome| VectorBranch {
             outcome,
@@ -368,18 +375,31 @@ impl SearchEngine {
             (Ok(Some(one)), Ok(None)) | (Ok(None), Ok(Some(one))) => one,
             (Ok(None), Ok(None)) => return unsearched(Ok((Vec::new(), None))),
         };
+        // A facet that could not be embedded is left out; the query's own vector still searches.
+        let mut facets = Vec::with_capacity(facet_vectors.len());
+        for facet in facet_vectors {
+            match facet {
+                Ok(Some(vector)) => facets.push(vector),
+                Ok(None) => {}
+                Err(error) => return unsearched(Err(error)),
+            }
+        }
+        let vectors = vector::QueryVectors {
+            query: vector,
+            facets,
+        };
         let began = Instant::now();
         let hits = vector::search(
             &self.reads,
             self.embedder.model(),
-            &vector,
+            &vectors,
             filters,
             BRANCH_LIMIT,
         )
         .instrument(tracing::info_span!("vector"))
         .await;
         VectorBranch {
-            outcome: hits.map(|h| (h, Some(vector))).map_err(SearchError::from),
+            outcome: hits.map(|h| (h, Some(vectors))).map_err(SearchError::from),
             embed,
             search: began.elapsed(),
         }
@@ -412,18 +432,18 @@ impl SearchEngine {
         let ((lexical, lexical_time), semantic) = tokio::join!(lexical, semantic);
         let lexical = lexical?;
         let (embed_time, vector_time) = (semantic.embed, semantic.search);
-        let (vector, query_vector) = semantic.outcome?;
+        let (vector, query_vectors) = semantic.outcome?;
 
         let began = Instant::now();
         let lexical_ids: Vec<i32> = lexical.iter().map(|hit| hit.anime_id).collect();
-        let vector_ids: Vec<i32> = vector.iter().map(|&(id, _)| id).collect();
+        let vector_ids: Vec<i32> = vector.iter().map(|hit| hit.anime_id).collect();
         let fused = fusion::rrf(&lexical_ids, &vector_ids, fusion::K);
         let fuse_time = began.elapsed();
         Ok(Retrieval {
             lexical,
             vector,
             fused,
-            query_vector,
+            query_vectors,
             translation,
             translation_failed,
             times: StageTimes {
@@ -465,7 +485,7 @@ impl SearchEngine {
         let candidates = rerank::candidates(
             &self.reads,
             self.embedder.model(),
-            retrieval.query_vector.as_deref(),
+            retrieval.query_vectors.as_ref(),
             &retrieval.fused,
             &retrieval.lexical,
             &retrieval.vector,
@@ -482,7 +502,7 @@ impl SearchEngine {
         let results = SearchResults {
             query,
             hits,
-            semantic: retrieval.query_vector.is_some(),
+            semantic: retrieval.query_vectors.is_some(),
             ranking,
             reranker: self.reranker.name(),
             cached: false,
@@ -596,22 +616,16 @@ impl SearchEngine {
         };
         let ids: Vec<i32> = top.iter().map(|f| f.anime_id).collect();
         let cards = self.cards(&ids).await?;
-        let found_by_meaning: Vec<i32> = top
+        // The passage nearest the query, for each hit found by meaning.
+        let nearest: Vec<(i32, i32)> = retrieval
+            .vector
             .iter()
-            .filter(|f| f.vector_rank.is_some())
-            .map(|f| f.anime_id)
+            .filter(|hit| ids.contains(&hit.anime_id))
+            .filter_map(|hit| Some((hit.anime_id, hit.passage_index?)))
             .collect();
-        let mut passages = match &retrieval.query_vector {
-            Some(query_vector) if !found_by_meaning.is_empty() => {
-                vector::nearest_passages(
-                    &self.reads,
-                    self.embedder.model(),
-                    query_vector,
-                    &found_by_meaning,
-                )
-                .await?
-            }
-            _ => HashMap::new(),
+        let mut passages = match nearest.is_empty() {
+            true => HashMap::new(),
+            false => vector::passage_texts(&self.reads, &nearest).await?,
         };
         let lexical: HashMap<i32, &lexical::LexicalHit> =
             retrieval.lexical.iter().map(|h| (h.anime_id, h)).collect();

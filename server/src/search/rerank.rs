@@ -91,33 +91,34 @@ struct CandidateFacts {
     summary: String,
 }
 
-/// The evidence for the fused top `CANDIDATES`: one query for the cosines the vector branch did
-/// not return and every candidate's popularity.
+/// The evidence for the fused top `CANDIDATES`: the vector branch's for those it found, the same
+/// evidence read in one query for those only the lexical branch found, and every candidate's
+/// popularity and summary.
 pub async fn candidates(
     pool: &PgPool,
     model: &str,
-    query_vector: Option<&[f32]>,
+    query_vectors: Option<&vector::QueryVectors>,
     fused: &[Fused],
     lexical: &[LexicalHit],
-    vector_hits: &[(i32, f64)],
+    vector_hits: &[vector::VectorHit],
 ) -> Result<Vec<Candidate>, vector::VectorError> {
     let top: Vec<&Fused> = fused.iter().take(CANDIDATES).collect();
     let ids: Vec<i32> = top.iter().map(|f| f.anime_id).collect();
-    let mut cosine: HashMap<i32, f64> = vector_hits.iter().map(|&(id, d)| (id, 1.0 - d)).collect();
-    let mut passage_cosine: HashMap<i32, f64> = HashMap::new();
-    if let Some(query_vector) = query_vector {
+    let mut evidence: HashMap<i32, vector::VectorHit> = vector_hits
+        .iter()
+        .filter(|hit| ids.contains(&hit.anime_id))
+        .map(|hit| (hit.anime_id, *hit))
+        .collect();
+    if let Some(query_vectors) = query_vectors {
         let missing: Vec<i32> = ids
             .iter()
             .copied()
-            .filter(|id| !cosine.contains_key(id))
+            .filter(|id| !evidence.contains_key(id))
             .collect();
         if !missing.is_empty() {
-            for (id, distance) in vector::distances(pool, model, query_vector, &missing).await? {
-                cosine.insert(id, 1.0 - distance);
+            for hit in vector::evidence(pool, model, query_vectors, &missing).await? {
+                evidence.insert(hit.anime_id, hit);
             }
-        }
-        for (id, distance) in vector::passage_distances(pool, model, query_vector, &ids).await? {
-            passage_cosine.insert(id, 1.0 - distance);
         }
     }
     let facts: HashMap<i32, (i32, String)> = sqlx::query_as::<_, CandidateFacts>(
@@ -125,12 +126,22 @@ pub async fn candidates(
                 concat_ws('. ',
                     concat_ws(' / ', coalesce(a.title_romaji, a.title_native), a.title_english),
                     concat_ws(', ', a.format, coalesce(a.season_year, a.start_year)::text),
+                    'Series premise: ' || left(premise.text, $2),
                     left(coalesce(a.description, ''), $2),
                     'Tags: ' || array_to_string(a.genres, ', ')) AS summary
-         FROM anime a WHERE a.id = ANY($1)",
+         FROM anime a
+         -- A sequel's own synopsis often assumes the story so far: its franchise's premise
+         -- goes first (a model-written one before the local one, the newest of each).
+         LEFT JOIN LATERAL (
+             SELECT p.premise AS text FROM franchise_premises p
+             WHERE p.root_id = a.franchise_root_id AND a.id <> a.franchise_root_id
+             ORDER BY p.generator = $3, p.created_at DESC LIMIT 1
+         ) premise ON true
+         WHERE a.id = ANY($1)",
     )
     .bind(&ids)
     .bind(SUMMARY_CHARS as i32)
+    .bind(crate::catalog::franchise::LOCAL_GENERATOR)
     .fetch_all(pool)
     .await
     .map_err(vector::VectorError::from)?
@@ -146,8 +157,8 @@ pub async fn candidates(
             anime_id: f.anime_id,
             fused_rank: i + 1,
             rrf: f.score,
-            cosine: cosine.get(&f.anime_id).copied(),
-            passage_cosine: passage_cosine.get(&f.anime_id).copied(),
+            cosine: evidence.get(&f.anime_id).map(|e| e.document),
+            passage_cosine: evidence.get(&f.anime_id).and_then(|e| e.passage),
             lexical: lexical.get(&f.anime_id).cloned(),
             popularity: facts.get(&f.anime_id).map_or(0, |f| f.0),
             summary: facts

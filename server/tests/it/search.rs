@@ -11,22 +11,22 @@ use server::{
     search::{
         Budgets, CONFIDENT_MARGIN, SearchEngine, SearchError, cache,
         embedder::{EmbedError, Embedder, OpenAiEmbedder},
-        fused_margin,
+        fused_margin, fusion,
         lexical::LexicalHit,
-        rerank::LlmReranker,
+        rerank::{self, LlmReranker},
         vector,
         vectors::embed_missing,
     },
 };
 use sqlx::PgPool;
 
-use crate::common::{MODEL, demo_engine, local_embedder};
+use crate::common::{MOB_PSYCHO_III, MODEL, demo_engine, local_embedder};
 
 const MUSHISHI: i32 = 457;
 const SPIRITED_AWAY: i32 = 199;
 
-fn ids(hits: &[(i32, f64)]) -> Vec<i32> {
-    hits.iter().map(|&(id, _)| id).collect()
+fn ids(hits: &[vector::VectorHit]) -> Vec<i32> {
+    hits.iter().map(|hit| hit.anime_id).collect()
 }
 
 fn similar_ids(hits: &[vector::SimilarHit]) -> Vec<i32> {
@@ -429,7 +429,7 @@ async fn a_sentence_deep_in_a_synopsis_is_found_through_its_passage(pool: PgPool
     // Passages lead with the title (which may itself hold ": ").
     let sentence = passage.strip_prefix(&format!("{title}: ")).unwrap();
     let query = engine.embedder().embed_query(sentence).await.unwrap();
-    let nearest: Vec<(i32, f64)> = sqlx::query_as(&vector::passage_search_sql(MODEL).unwrap())
+    let nearest: Vec<i32> = sqlx::query_scalar(&vector::passage_search_sql(MODEL).unwrap())
         .bind(pgvector::Vector::from(query.clone()))
         .bind(20i64)
         .bind(Vec::<String>::new())
@@ -439,8 +439,15 @@ async fn a_sentence_deep_in_a_synopsis_is_found_through_its_passage(pool: PgPool
         .fetch_all(&pool)
         .await
         .unwrap();
-    let closest = nearest.iter().min_by(|a, b| a.1.total_cmp(&b.1)).unwrap();
-    assert_eq!(closest.0, id, "passage {sentence:?}: {nearest:?}");
+    assert_eq!(
+        nearest.first(),
+        Some(&id),
+        "passage {sentence:?}: {nearest:?}"
+    );
+    let query = vector::QueryVectors {
+        query,
+        facets: Vec::new(),
+    };
     let served = vector::search(&pool, MODEL, &query, &Filters::default(), 5)
         .await
         .unwrap();
@@ -497,7 +504,7 @@ async fn openai_vectors_are_stored_beside_local_ones_without_mixing(pool: PgPool
         .retrieve("Ginko travels mountain villages mushi", &Filters::default())
         .await
         .unwrap();
-    assert_eq!(retrieval.vector.first().map(|v| v.0), Some(MUSHISHI));
+    assert_eq!(retrieval.vector.first().map(|v| v.anime_id), Some(MUSHISHI));
 }
 
 #[tokio::test]
@@ -836,7 +843,7 @@ async fn query_vectors_are_cached_per_model(pool: PgPool) {
         "the second embedding came from the cache"
     );
     assert_eq!(
-        again.query_vector.map(|v| v.len()),
+        again.query_vectors.map(|v| v.query.len()),
         Some(EMBEDDING_DIMENSION)
     );
     let models: Vec<String> = sqlx::query_scalar("SELECT model FROM query_embedding_cache")
@@ -844,4 +851,85 @@ async fn query_vectors_are_cached_per_model(pool: PgPool) {
         .await
         .unwrap();
     assert_eq!(models, ["text-embedding-3-small"]);
+}
+
+/// Two sentences of one synopsis asked as facets of a query that itself says nothing about it:
+/// the facet walks bring that anime and the facet evidence puts it first.
+#[sqlx::test(migrations = "../migrations")]
+async fn facets_find_an_anime_each_of_whose_sentences_answers_one(pool: PgPool) {
+    let engine = demo_engine(&pool).await;
+    let (id, first, second, title): (i32, String, String, String) = sqlx::query_as(
+        "SELECT d.anime_id, d.passages[1], d.passages[2], coalesce(a.title_romaji, a.title_english)
+         FROM documents d JOIN anime a ON a.id = d.anime_id WHERE cardinality(d.passages) >= 3
+         ORDER BY cardinality(d.passages) DESC, d.anime_id LIMIT 1",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    let mut facets = Vec::new();
+    for passage in [&first, &second] {
+        let sentence = passage.strip_prefix(&format!("{title}: ")).unwrap();
+        facets.push(engine.embedder().embed_query(sentence).await.unwrap());
+    }
+    let unrelated = engine
+        .embedder()
+        .embed_query("a cooking contest between rival bakeries")
+        .await
+        .unwrap();
+    let search = |facets: Vec<Vec<f32>>| {
+        let query = vector::QueryVectors {
+            query: unrelated.clone(),
+            facets,
+        };
+        let pool = pool.clone();
+        async move {
+            vector::search(&pool, MODEL, &query, &Filters::default(), 5)
+                .await
+                .unwrap()
+        }
+    };
+    assert!(!ids(&search(Vec::new()).await).contains(&id));
+    let faceted = search(facets).await;
+    assert_eq!(ids(&faceted).first(), Some(&id), "{faceted:?}");
+    assert!(faceted[0].facets.is_some_and(|f| f > 0.9), "{faceted:?}");
+}
+
+/// What a language-model reranker reads of a sequel starts from its franchise's premise (the
+/// sequel's own synopsis assumes the story so far); the franchise's first entry has none.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_sequels_rerank_summary_carries_its_franchise_premise(pool: PgPool) {
+    demo_engine(&pool).await;
+    let root: i32 = sqlx::query_scalar("SELECT franchise_root_id FROM anime WHERE id = $1")
+        .bind(MOB_PSYCHO_III)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    let fused = fusion::rrf(&[MOB_PSYCHO_III, root], &[], fusion::K);
+    let candidates = rerank::candidates(&pool, MODEL, None, &fused, &[], &[])
+        .await
+        .unwrap();
+    let summary = |id: i32| {
+        candidates
+            .iter()
+            .find(|c| c.anime_id == id)
+            .map(|c| c.summary.clone())
+            .unwrap()
+    };
+    let premise: String =
+        sqlx::query_scalar("SELECT premise FROM franchise_premises WHERE root_id = $1")
+            .bind(root)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    let start: String = premise.chars().take(60).collect();
+    assert!(
+        summary(MOB_PSYCHO_III).contains(&format!("Series premise: {start}")),
+        "{}",
+        summary(MOB_PSYCHO_III)
+    );
+    assert!(
+        !summary(root).contains("Series premise"),
+        "{}",
+        summary(root)
+    );
 }
