@@ -1,15 +1,17 @@
 import { defineConfig } from '@playwright/test';
 
-// scripts/test builds the server and passes its path; the suite starts it on its own port with
-// its own database in the embedded PostgreSQL, and stops it afterwards.
+// scripts/test builds the server and the fakes and passes their paths; the suite starts the
+// server on its own port with its own database in the embedded PostgreSQL, and stops it
+// afterwards.
 const port = process.env.E2E_PORT ?? '3100';
-// The fake Stripe (`server fake-stripe`): Checkout and the portal are its pages; it signs and
+// The fake Stripe (`fakes stripe`): Checkout and the portal are its pages; it signs and
 // delivers webhooks to the app.
 const stripePort = String(Number(port) + 1);
 const stripeSecret = 'whsec_e2e_secret';
 const server = process.env.ZENBU_SERVER_BIN;
-if (!server) {
-  throw new Error('ZENBU_SERVER_BIN is not set: run the suite through scripts/test');
+const fakes = process.env.ZENBU_FAKES_BIN;
+if (!server || !fakes) {
+  throw new Error('ZENBU_SERVER_BIN or ZENBU_FAKES_BIN is not set: run the suite through scripts/test');
 }
 
 export default defineConfig({
@@ -41,7 +43,7 @@ export default defineConfig({
   },
   webServer: [
   {
-    command: `"${server}" fake-stripe --listen 127.0.0.1:${stripePort} --api-key sk_test_e2e --price-id price_test_premium --webhook-secret ${stripeSecret} --webhook-url http://127.0.0.1:${port}/stripe/webhook`,
+    command: `"${fakes}" stripe --listen 127.0.0.1:${stripePort} --api-key sk_test_e2e --price-id price_test_premium --webhook-secret ${stripeSecret} --webhook-url http://127.0.0.1:${port}/stripe/webhook`,
     cwd: '..',
     port: Number(stripePort),
     timeout: 60_000,

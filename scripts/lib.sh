@@ -24,6 +24,8 @@ step() { printf '\n==> %s\n' "$*" >&2; }
 PROFILE=${PROFILE:-debug}
 cargo_profile_args() { [ "$PROFILE" = release ] && echo --release || true; }
 server_bin() { echo "$CARGO_TARGET_DIR/$PROFILE/server"; }
+# The fakes of AniList, OpenAI and Stripe (`fakes anilist|openai|stripe`), a binary of their own.
+fakes_bin() { echo "$CARGO_TARGET_DIR/$PROFILE/fakes"; }
 
 ensure_toolchain() {
   command -v cargo >/dev/null || { echo "cargo not found: install Rust with rustup first" >&2; exit 1; }
@@ -75,4 +77,9 @@ ensure_apertium() {
 build_server() {
   step "building the server ($PROFILE)"
   cargo build -p server $(cargo_profile_args)
+}
+
+build_fakes() {
+  step "building the fakes ($PROFILE)"
+  cargo build -p fakes $(cargo_profile_args)
 }

@@ -1,3 +1,3 @@
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| server::fuzz_checks::query(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| fuzz_checks::query(data));

@@ -1,5 +1,6 @@
 //! The command line: `server [serve]`, `migrate`, `ingest`, `document`, `embed`,
-//! `fake-anilist` and `db status|start|stop|url` (`server --help` describes each).
+//! `embed-documents`, `eval`, `bench` and `db status|start|stop|url|psql|drop` (`server --help`
+//! describes each). The fakes of AniList, OpenAI and Stripe are the `fakes` crate's binary.
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -45,19 +46,6 @@ pub enum Command {
         #[arg(long)]
         passage: bool,
     },
-    /// Run the fake AniList GraphQL server (for trying the crawler by hand).
-    FakeAnilist(FakeAniListArgs),
-    /// Run the fake OpenAI (embeddings, chat) for fault-injection runs; its behaviour is switched
-    /// with `POST /_fake/behaviour`.
-    FakeOpenai {
-        #[arg(long, default_value = "127.0.0.1:12112")]
-        listen: std::net::SocketAddr,
-        #[arg(long, default_value = "sk-fake")]
-        api_key: String,
-    },
-    /// Run the fake Stripe (API, hosted Checkout and portal pages, signed webhooks) for local
-    /// runs and the browser tests; the app is pointed at it with STRIPE_API_BASE.
-    FakeStripe(FakeStripeArgs),
     /// Compute the vectors documents are missing (ingest does this too).
     EmbedDocuments,
     /// Run the evaluation set against the catalog in the database and print hit@5, MRR and
@@ -71,23 +59,6 @@ pub enum Command {
         #[command(subcommand)]
         action: DbAction,
     },
-}
-
-#[derive(Debug, clap::Args)]
-pub struct FakeStripeArgs {
-    #[arg(long, default_value = "127.0.0.1:12111")]
-    pub listen: std::net::SocketAddr,
-    /// The secret key clients must send.
-    #[arg(long, default_value = "sk_test_fake")]
-    pub api_key: String,
-    /// The one price that exists.
-    #[arg(long, default_value = "price_test_premium")]
-    pub price_id: String,
-    /// Where events are delivered (the app's /stripe/webhook).
-    #[arg(long)]
-    pub webhook_url: String,
-    #[arg(long, default_value = "whsec_test_fake")]
-    pub webhook_secret: String,
 }
 
 #[derive(Debug, clap::Args)]
@@ -149,8 +120,8 @@ pub struct EvalArgs {
     /// each set's 5-fold cross-validated scores beside the shipped weights'.
     #[arg(long)]
     pub fit: bool,
-    /// Also score the LLM reranker: the configured OpenAI model with OPENAI_API_KEY, else the
-    /// fake OpenAI server started in-process (measures the plumbing, not a model).
+    /// Also score the LLM reranker: the configured model at OPENAI_BASE_URL with OPENAI_API_KEY.
+    /// `scripts/eval-llm-fake` runs it against `fakes openai` (the plumbing, not a model).
     #[arg(long)]
     pub llm_rerank: bool,
 }
@@ -158,22 +129,6 @@ pub struct EvalArgs {
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum Source {
     Anilist,
-}
-
-#[derive(Debug, clap::Args)]
-pub struct FakeAniListArgs {
-    /// AniList Media JSONL (plain or gzip) to serve.
-    #[arg(long, value_name = "FILE")]
-    pub from: std::path::PathBuf,
-    #[arg(long, default_value = "127.0.0.1:4100")]
-    pub listen: std::net::SocketAddr,
-    #[arg(long, default_value_t = 30)]
-    pub requests_per_minute: usize,
-    #[arg(long, default_value_t = 5000)]
-    pub result_cap: usize,
-    /// Leave out X-RateLimit-Remaining/-Reset, so a fast client runs into 429s.
-    #[arg(long)]
-    pub no_rate_limit_headers: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -215,38 +170,6 @@ pub async fn run(cli: Cli) -> Result<()> {
             let kind = if passage { Kind::Passage } else { Kind::Query };
             let vector = model.embed(&text, kind, model.max_tokens())?;
             println!("{}", serde_json::to_string(&vector)?);
-            Ok(())
-        }
-        Command::FakeOpenai { listen, api_key } => {
-            let fake = crate::fakes::openai::FakeOpenAi::start_on(&api_key, listen).await?;
-            println!("fake OpenAI on {} (Ctrl-C to stop)", fake.base_url());
-            shutdown_signal().await;
-            Ok(())
-        }
-        Command::FakeStripe(args) => {
-            let fake = crate::fakes::stripe::FakeStripe::start(
-                crate::fakes::stripe::FakeStripeConfig {
-                    api_key: args.api_key,
-                    price_id: args.price_id,
-                    webhook_url: Some(args.webhook_url),
-                    webhook_secret: args.webhook_secret,
-                },
-                args.listen,
-            )
-            .await?;
-            println!("fake Stripe on {} (Ctrl-C to stop)", fake.base_url());
-            shutdown_signal().await;
-            Ok(())
-        }
-        Command::FakeAnilist(args) => {
-            let media = catalog::import::read_media_file(&args.from)?;
-            let mut fake_config = crate::fakes::anilist::FakeAniListConfig::new(media);
-            fake_config.requests_per_window = args.requests_per_minute;
-            fake_config.result_cap = args.result_cap;
-            fake_config.rate_limit_headers = !args.no_rate_limit_headers;
-            let fake = crate::fakes::anilist::FakeAniList::start(fake_config, args.listen).await?;
-            println!("fake AniList on {} (Ctrl-C to stop)", fake.url());
-            shutdown_signal().await;
             Ok(())
         }
         Command::EmbedDocuments => {
@@ -394,26 +317,19 @@ async fn eval(config: &Config, args: EvalArgs) -> Result<()> {
         args.floors.len(),
         sets.len()
     );
-    let mut fake = None;
     let llm: Option<Box<dyn crate::search::rerank::Reranker>> = if !args.llm_rerank {
         None
-    } else if config.openai_key().is_some() {
+    } else {
+        let key = config.openai_key().context(
+            "--llm-rerank needs OPENAI_API_KEY (with OPENAI_BASE_URL for another endpoint, such \
+             as `fakes openai`)",
+        )?;
         Some(Box::new(crate::search::rerank::LlmReranker::new(
-            config.openai_key().unwrap_or_default(),
+            key,
             config.openai_base_url.as_deref(),
             &config.rerank_model,
             std::time::Duration::from_millis(config.rerank_timeout_ms),
         )))
-    } else {
-        let server = crate::fakes::openai::FakeOpenAi::start("sk-eval").await?;
-        let reranker = crate::search::rerank::LlmReranker::new(
-            "sk-eval",
-            Some(&server.base_url()),
-            &config.rerank_model,
-            std::time::Duration::from_millis(config.rerank_timeout_ms),
-        );
-        fake = Some(server);
-        Some(Box::new(reranker))
     };
     let mut reports = serde_json::Map::new();
     let mut failures = Vec::new();
@@ -435,7 +351,6 @@ async fn eval(config: &Config, args: EvalArgs) -> Result<()> {
         }
         reports.insert(name.clone(), serde_json::to_value(&report)?);
     }
-    drop(fake);
     if args.fit {
         let sets: Vec<(String, &[eval::FitCase])> = fit_cases
             .iter()

@@ -210,7 +210,7 @@ pub struct Config {
     )]
     pub stripe_webhook_secret: Option<SecretString>,
 
-    /// Stripe's API address (tests and local runs point it at `server fake-stripe`).
+    /// Stripe's API address (tests and local runs point it at `fakes stripe`).
     #[arg(long, env = "STRIPE_API_BASE", global = true)]
     pub stripe_api_base: Option<String>,
 

@@ -5,7 +5,11 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
 use super::{Card, NotFound};
-use crate::{api::load_anime, i18n::use_lang, search::AnimeDetails};
+use crate::{
+    api::load_anime,
+    i18n::{Lang, use_lang},
+    search::{AnimeCard, AnimeDetails},
+};
 
 #[component]
 pub fn AnimePage() -> impl IntoView {
@@ -43,20 +47,9 @@ pub fn AnimePage() -> impl IntoView {
 fn AnimeView(details: AnimeDetails) -> impl IntoView {
     let lang = use_lang();
     let t = lang.texts();
+    let facts = facts(lang, &details);
     let card = details.card;
     let title = card.title.clone();
-    let facts: Vec<String> = [
-        card.format.clone(),
-        match (details.season.as_deref(), card.year) {
-            (Some(season), Some(year)) => Some(format!("{} {year}", lang.season(season))),
-            (None, Some(year)) => Some(year.to_string()),
-            _ => None,
-        },
-        details.average_score.map(|s| lang.score(s)),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
     let genres: Vec<&str> = card.genres.iter().map(|g| lang.genre(g)).collect();
     let current = card.id;
     view! {
@@ -65,7 +58,7 @@ fn AnimeView(details: AnimeDetails) -> impl IntoView {
             <h1>{title}</h1>
             {card.english_title.map(|english| view! { <p class="english">{english}</p> })}
             {details.native_title.map(|native| view! { <p class="native" lang="ja">{native}</p> })}
-            <p class="facts">{facts.join(" · ")}</p>
+            <p class="facts">{facts}</p>
             {(!genres.is_empty())
                 .then(|| view! { <p class="genres">{t.genres} " " {genres.join(", ")}</p> })}
             {(!details.themes.is_empty())
@@ -82,40 +75,70 @@ fn AnimeView(details: AnimeDetails) -> impl IntoView {
             </div>
         </article>
         {(details.franchise.len() > 1)
-            .then(|| {
-                view! {
-                    <section class="franchise" aria-labelledby="franchise-heading">
-                        <h2 id="franchise-heading">{t.franchise}</h2>
-                        <ol>
-                            {details
-                                .franchise
-                                .into_iter()
-                                .map(|entry| {
-                                    let label = format!(
-                                        "{}{}",
-                                        entry.title,
-                                        entry.year.map(|y| format!(" ({y})")).unwrap_or_default(),
-                                    );
-                                    if entry.id == current {
-                                        view! { <li aria-current="page"><strong>{label}</strong></li> }.into_any()
-                                    } else {
-                                        view! { <li><a href=format!("/anime/{}", entry.id)>{label}</a></li> }.into_any()
-                                    }
-                                })
-                                .collect_view()}
-                        </ol>
-                    </section>
-                }
-            })}
+            .then(|| view! { <FranchiseList entries=details.franchise current /> })}
+        <SimilarList cards=details.similar />
+    }
+}
+
+/// "TV · Spring 2004 · 82%": format, season and year, average score, whichever are known.
+fn facts(lang: Lang, details: &AnimeDetails) -> String {
+    let card = &details.card;
+    let facts: Vec<String> = [
+        card.format.clone(),
+        match (details.season.as_deref(), card.year) {
+            (Some(season), Some(year)) => Some(format!("{} {year}", lang.season(season))),
+            (None, Some(year)) => Some(year.to_string()),
+            _ => None,
+        },
+        details.average_score.map(|s| lang.score(s)),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    facts.join(" · ")
+}
+
+/// The franchise in order, each entry a link but the one shown (`current`).
+#[component]
+fn FranchiseList(entries: Vec<AnimeCard>, current: i32) -> impl IntoView {
+    let t = use_lang().texts();
+    view! {
+        <section class="franchise" aria-labelledby="franchise-heading">
+            <h2 id="franchise-heading">{t.franchise}</h2>
+            <ol>
+                {entries
+                    .into_iter()
+                    .map(|entry| {
+                        let label = format!(
+                            "{}{}",
+                            entry.title,
+                            entry.year.map(|y| format!(" ({y})")).unwrap_or_default(),
+                        );
+                        if entry.id == current {
+                            view! { <li aria-current="page"><strong>{label}</strong></li> }.into_any()
+                        } else {
+                            view! { <li><a href=format!("/anime/{}", entry.id)>{label}</a></li> }.into_any()
+                        }
+                    })
+                    .collect_view()}
+            </ol>
+        </section>
+    }
+}
+
+/// "Similar to this": the nearest anime as cards.
+#[component]
+fn SimilarList(cards: Vec<AnimeCard>) -> impl IntoView {
+    let t = use_lang().texts();
+    view! {
         <section class="similar" aria-labelledby="similar-heading">
             <h2 id="similar-heading">{t.similar}</h2>
-            {if details.similar.is_empty() {
+            {if cards.is_empty() {
                 view! { <p>{t.nothing_similar}</p> }.into_any()
             } else {
                 view! {
                     <ol class="hits">
-                        {details
-                            .similar
+                        {cards
                             .into_iter()
                             .map(|card| view! { <li class="hit"><Card card /></li> })
                             .collect_view()}

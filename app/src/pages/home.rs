@@ -70,7 +70,6 @@ pub fn HomePage() -> impl IntoView {
     };
     let filters = move || filters_from_query(&query.read());
     let initial = submitted().unwrap_or_default();
-    let initial_filters = filters();
     let (text, set_text) = signal(initial.clone());
     let results = Resource::new(
         move || (submitted(), filters()),
@@ -89,88 +88,9 @@ pub fn HomePage() -> impl IntoView {
                 <h1><a href="/">"Zenbu"</a></h1>
                 <p class="tagline">{t.tagline}</p>
             </header>
-            <Form method="GET" action="/" attr:class="search" attr:role="search">
-                <label for="q">{t.search_label}</label>
-                <div class="search-row">
-                    <input
-                        id="q"
-                        name="q"
-                        type="search"
-                        autocomplete="off"
-                        maxlength=MAX_QUERY_CHARS
-                        placeholder=t.search_placeholder
-                        // `value` for the server-rendered HTML (works without JavaScript),
-                        // `prop:value` to follow the signal once hydrated.
-                        value=initial
-                        prop:value=text
-                        on:input=move |ev| set_text.set(event_target_value(&ev))
-                    />
-                    <button type="submit">{t.search_button}</button>
-                </div>
-                <details class="filters" open=!initial_filters.is_empty()>
-                    <summary>{t.filters}</summary>
-                    <div class="filter-row">
-                        <label>
-                            {t.format}
-                            <select name="format">
-                                <option value="">{t.any}</option>
-                                {FORMATS
-                                    .into_iter()
-                                    .map(|code| {
-                                        let selected = initial_filters.formats.iter().any(|f| f == code);
-                                        view! { <option value=code selected=selected>{lang.format(code)}</option> }
-                                    })
-                                    .collect_view()}
-                            </select>
-                        </label>
-                        <label>
-                            {t.from_year}
-                            <input name="from" type="number" min="1900" max="2100" inputmode="numeric"
-                                value=initial_filters.year_from.map(|y| y.to_string()) />
-                        </label>
-                        <label>
-                            {t.to_year}
-                            <input name="to" type="number" min="1900" max="2100" inputmode="numeric"
-                                value=initial_filters.year_to.map(|y| y.to_string()) />
-                        </label>
-                        <label>
-                            {t.genre}
-                            <select name="genre">
-                                <option value="">{t.any}</option>
-                                {GENRES
-                                    .into_iter()
-                                    .map(|genre| {
-                                        let selected = initial_filters.genres.iter().any(|g| g == genre);
-                                        view! { <option value=genre selected=selected>{lang.genre(genre)}</option> }
-                                    })
-                                    .collect_view()}
-                            </select>
-                        </label>
-                    </div>
-                </details>
-            </Form>
+            <SearchForm initial text set_text filters=filters() />
             <Show when=move || submitted().is_none()>
-                <section class="examples" aria-labelledby="examples-heading">
-                    <h2 id="examples-heading">{t.try_these}</h2>
-                    <ul>
-                        {examples(lang)
-                            .into_iter()
-                            .map(|example| {
-                                view! {
-                                    <li>
-                                        <button
-                                            type="button"
-                                            class="example"
-                                            on:click=move |_| set_text.set(example.to_string())
-                                        >
-                                            {example}
-                                        </button>
-                                    </li>
-                                }
-                            })
-                            .collect_view()}
-                    </ul>
-                </section>
+                <Examples set_text />
                 // Before any search: where the visitor stands.
                 <Suspense fallback=|| ()>
                     {move || Suspend::new(async move {
@@ -189,6 +109,120 @@ pub fn HomePage() -> impl IntoView {
                 })}
             </Suspense>
         </main>
+    }
+}
+
+/// The description box and the filters, filled in from the URL (`initial`, `filters`); the box
+/// follows `text` once hydrated, which the examples set.
+#[component]
+fn SearchForm(
+    initial: String,
+    text: ReadSignal<String>,
+    set_text: WriteSignal<String>,
+    filters: Filters,
+) -> impl IntoView {
+    let t = use_lang().texts();
+    view! {
+        <Form method="GET" action="/" attr:class="search" attr:role="search">
+            <label for="q">{t.search_label}</label>
+            <div class="search-row">
+                <input
+                    id="q"
+                    name="q"
+                    type="search"
+                    autocomplete="off"
+                    maxlength=MAX_QUERY_CHARS
+                    placeholder=t.search_placeholder
+                    // `value` for the server-rendered HTML (works without JavaScript),
+                    // `prop:value` to follow the signal once hydrated.
+                    value=initial
+                    prop:value=text
+                    on:input=move |ev| set_text.set(event_target_value(&ev))
+                />
+                <button type="submit">{t.search_button}</button>
+            </div>
+            <FilterFields filters />
+        </Form>
+    }
+}
+
+/// Format, years and genre, open when the URL sets any of them.
+#[component]
+fn FilterFields(filters: Filters) -> impl IntoView {
+    let lang = use_lang();
+    let t = lang.texts();
+    view! {
+        <details class="filters" open=!filters.is_empty()>
+            <summary>{t.filters}</summary>
+            <div class="filter-row">
+                <label>
+                    {t.format}
+                    <select name="format">
+                        <option value="">{t.any}</option>
+                        {FORMATS
+                            .into_iter()
+                            .map(|code| {
+                                let selected = filters.formats.iter().any(|f| f == code);
+                                view! { <option value=code selected=selected>{lang.format(code)}</option> }
+                            })
+                            .collect_view()}
+                    </select>
+                </label>
+                <label>
+                    {t.from_year}
+                    <input name="from" type="number" min="1900" max="2100" inputmode="numeric"
+                        value=filters.year_from.map(|y| y.to_string()) />
+                </label>
+                <label>
+                    {t.to_year}
+                    <input name="to" type="number" min="1900" max="2100" inputmode="numeric"
+                        value=filters.year_to.map(|y| y.to_string()) />
+                </label>
+                <label>
+                    {t.genre}
+                    <select name="genre">
+                        <option value="">{t.any}</option>
+                        {GENRES
+                            .into_iter()
+                            .map(|genre| {
+                                let selected = filters.genres.iter().any(|g| g == genre);
+                                view! { <option value=genre selected=selected>{lang.genre(genre)}</option> }
+                            })
+                            .collect_view()}
+                    </select>
+                </label>
+            </div>
+        </details>
+    }
+}
+
+/// Example descriptions; a click puts one in the search box.
+#[component]
+fn Examples(set_text: WriteSignal<String>) -> impl IntoView {
+    let lang = use_lang();
+    let t = lang.texts();
+    view! {
+        <section class="examples" aria-labelledby="examples-heading">
+            <h2 id="examples-heading">{t.try_these}</h2>
+            <ul>
+                {examples(lang)
+                    .into_iter()
+                    .map(|example| {
+                        view! {
+                            <li>
+                                <button
+                                    type="button"
+                                    class="example"
+                                    on:click=move |_| set_text.set(example.to_string())
+                                >
+                                    {example}
+                                </button>
+                            </li>
+                        }
+                    })
+                    .collect_view()}
+            </ul>
+        </section>
     }
 }
 

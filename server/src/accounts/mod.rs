@@ -229,6 +229,13 @@ pub async fn confirm_sign_up(
     Ok(user.map_or(Confirmation::AlreadyRegistered, Confirmation::Created))
 }
 
+/// A user's id and password hash (PHC string), looked up by address to check a log-in.
+#[derive(sqlx::FromRow)]
+struct StoredCredentials {
+    id: i64,
+    password_hash: String,
+}
+
 /// Checks a log-in form. Attempts are throttled per address and network, per address and per
 /// network (see [`throttle`]), and an unknown address is indistinguishable from a wrong
 /// password (same error, one verification either way).
@@ -245,7 +252,7 @@ pub async fn log_in(
     else {
         return Ok(Err(FormError::Throttled(limits.window_minutes)));
     };
-    let stored: Option<(i64, String)> =
+    let stored: Option<StoredCredentials> =
         sqlx::query_as("SELECT id, password_hash FROM users WHERE email = $1")
             .bind(&email)
             .fetch_optional(pool)
@@ -253,11 +260,11 @@ pub async fn log_in(
     let bounded = password.chars().count() <= password::MAX_CHARS;
     let matches = password::verify(
         if bounded { password } else { "" },
-        stored.as_ref().map(|(_, phc)| phc.as_str()),
+        stored.as_ref().map(|user| user.password_hash.as_str()),
     )
     .await;
     match stored {
-        Some((id, _)) if matches && bounded => {
+        Some(StoredCredentials { id, .. }) if matches && bounded => {
             throttle::forgive(pool, attempt, &email, network).await?;
             Ok(Ok(user_by_id(pool, id).await?.ok_or_else(|| {
                 AccountError::Internal(anyhow::anyhow!("user {id} vanished while logging in"))

@@ -173,7 +173,7 @@ impl Billing {
 }
 
 /// What the account page shows about billing.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, sqlx::FromRow)]
 pub struct BillingStatus {
     /// Has a Stripe customer: the billing portal can be opened.
     pub has_customer: bool,
@@ -188,30 +188,24 @@ pub struct BillingStatus {
 const ENDED_STATUSES: [&str; 2] = ["canceled", "incomplete_expired"];
 
 pub async fn status(pool: &PgPool, user_id: i64) -> Result<BillingStatus, sqlx::Error> {
-    let row: Option<(bool, bool, Option<String>)> = sqlx::query_as(
+    let status: Option<BillingStatus> = sqlx::query_as(
         "WITH mine AS (
              SELECT s.* FROM stripe_subscriptions s, users u
               WHERE u.id = $1 AND (s.user_id = u.id OR s.customer_id = u.stripe_customer_id)
          )
-         SELECT u.stripe_customer_id IS NOT NULL,
-                EXISTS (SELECT 1 FROM mine WHERE status <> ALL($2)),
+         SELECT u.stripe_customer_id IS NOT NULL AS has_customer,
+                EXISTS (SELECT 1 FROM mine WHERE status <> ALL($2)) AS has_live_subscription,
                 CASE WHEN EXISTS (SELECT 1 FROM mine WHERE status IN ('past_due', 'unpaid')) THEN
                     (SELECT to_char(max(f.failed_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD')
                        FROM payment_failures f
                       WHERE f.customer_id = u.stripe_customer_id
                          OR f.subscription_id IN (SELECT id FROM mine))
-                END
+                END AS payment_failed_on
            FROM users u WHERE u.id = $1",
     )
     .bind(user_id)
     .bind(&ENDED_STATUSES[..])
     .fetch_optional(pool)
     .await?;
-    let (has_customer, has_live_subscription, payment_failed_on) =
-        row.unwrap_or((false, false, None));
-    Ok(BillingStatus {
-        has_customer,
-        has_live_subscription,
-        payment_failed_on,
-    })
+    Ok(status.unwrap_or_default())
 }

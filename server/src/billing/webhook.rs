@@ -179,21 +179,49 @@ pub async fn handle(
         change,
     } = delivery;
     let mut tx = pool.begin().await?;
-    let first_time = sqlx::query(
+    if !record_event_once(&mut tx, &id, &kind, created).await? {
+        return Ok(Ok(Handled::Replay));
+    }
+    let applied = apply_change(&mut tx, change, price, &id, created).await?;
+    tx.commit().await?;
+    Ok(Ok(if applied {
+        tracing::info!(event = %id, kind, "Stripe event applied");
+        Handled::Applied(kind)
+    } else {
+        Handled::Ignored(kind)
+    }))
+}
+
+/// Records the event's id; false when it was recorded before (Stripe delivers at least once).
+async fn record_event_once(
+    tx: &mut Transaction<'_, Postgres>,
+    id: &str,
+    kind: &str,
+    created: i64,
+) -> Result<bool, sqlx::Error> {
+    let inserted = sqlx::query(
         "INSERT INTO stripe_events (id, type, created) VALUES ($1, $2, $3)
          ON CONFLICT (id) DO NOTHING",
     )
-    .bind(&id)
-    .bind(&kind)
+    .bind(id)
+    .bind(kind)
     .bind(created)
-    .execute(&mut *tx)
+    .execute(&mut **tx)
     .await?
-    .rows_affected()
-        == 1;
-    if !first_time {
-        return Ok(Ok(Handled::Replay));
-    }
-    let applied = match change {
+    .rows_affected();
+    Ok(inserted == 1)
+}
+
+/// Applies what the event of `event_id` changed; false when it changes nothing here (another
+/// price's Checkout, an incomplete one, an event type not handled).
+async fn apply_change(
+    tx: &mut Transaction<'_, Postgres>,
+    change: Change,
+    price: &str,
+    event_id: &str,
+    created: i64,
+) -> Result<bool, sqlx::Error> {
+    match change {
         Change::CheckoutCompleted {
             user: Some(user),
             customer: Some(customer),
@@ -201,10 +229,9 @@ pub async fn handle(
             paid,
             price: Some(session_price),
         } if session_price == price => {
-            link_customer(&mut tx, user, &customer).await?;
-            claim_subscription(&mut tx, &subscription, &customer, user, paid, created).await?;
-            refresh_plans(&mut tx, &customer).await?;
-            true
+            link_customer(tx, user, &customer).await?;
+            claim_subscription(tx, &subscription, &customer, user, paid, created).await?;
+            refresh_plans(tx, &customer).await?;
         }
         Change::Subscription {
             id: subscription,
@@ -219,9 +246,8 @@ pub async fn handle(
                 ours: prices.iter().any(|p| p == price),
                 event_created: created,
             };
-            record_subscription(&mut tx, &subscription, &customer, &state).await?;
-            refresh_plans(&mut tx, &customer).await?;
-            true
+            record_subscription(tx, &subscription, &customer, &state).await?;
+            refresh_plans(tx, &customer).await?;
         }
         Change::PaymentFailed {
             invoice,
@@ -233,24 +259,17 @@ pub async fn handle(
                      (event_id, invoice_id, customer_id, subscription_id, failed_at)
                  VALUES ($1, $2, $3, $4, to_timestamp($5))",
             )
-            .bind(&id)
+            .bind(event_id)
             .bind(invoice)
             .bind(customer)
             .bind(subscription)
             .bind(created)
-            .execute(&mut *tx)
+            .execute(&mut **tx)
             .await?;
-            true
         }
-        Change::CheckoutCompleted { .. } | Change::Other => false,
-    };
-    tx.commit().await?;
-    Ok(Ok(if applied {
-        tracing::info!(event = %id, kind, "Stripe event applied");
-        Handled::Applied(kind)
-    } else {
-        Handled::Ignored(kind)
-    }))
+        Change::CheckoutCompleted { .. } | Change::Other => return Ok(false),
+    }
+    Ok(true)
 }
 
 /// Links a user to their Stripe customer, unless they have one (Checkout reuses it, so a user

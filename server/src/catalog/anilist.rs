@@ -486,6 +486,15 @@ pub enum CrawlError {
     Database(#[from] sqlx::Error),
 }
 
+/// What fetching one page of a slice came to.
+enum Fetched {
+    Page(Page),
+    /// Failed; recorded in the report.
+    Failed,
+    /// The slice is too big to crawl whole and is crawled as its parts instead.
+    Split,
+}
+
 struct Run<'a> {
     client: &'a AniListClient,
     pool: &'a PgPool,
@@ -535,43 +544,13 @@ impl Run<'_> {
                 }
                 break;
             } else {
-                match self.client.fetch(&slice, page).await {
-                    Ok((body, parsed)) => {
-                        if page == 1 && parsed.page_info.total >= self.options.result_cap {
-                            if slice.split_by_format().is_some() {
-                                mark(&dir, "split")?;
-                                return self.split(&slice).await;
-                            }
-                            tracing::warn!(slice = %slice.key(), "slice reaches the result cap and cannot be split: entries beyond it are missing");
-                            mark(&dir, "capped")?;
-                            self.report.slices_capped.push(slice.key());
-                        }
-                        save_atomically(&dir, &file, &body)?;
-                        self.report.pages_fetched += 1;
-                        Some(parsed)
-                    }
-                    Err(error) => {
-                        self.fail(&slice, page, error.to_string());
-                        None
-                    }
+                match self.fetch_page(&slice, page, &dir, &file).await? {
+                    Fetched::Page(parsed) => Some(parsed),
+                    Fetched::Failed => None,
+                    Fetched::Split => return self.split(&slice).await,
                 }
             };
-            let has_next = match parsed {
-                Some(parsed) => {
-                    last_page = last_page.or(parsed.page_info.last_page);
-                    let reached_dated = slice.is_undated()
-                        && parsed
-                            .media
-                            .iter()
-                            .any(|m| m.start_date.and_then(|d| d.year).is_some());
-                    let has_next = parsed.page_info.has_next_page && !reached_dated;
-                    self.process(&slice, parsed.media).await?;
-                    has_next
-                }
-                // A failed page: carry on with the next one if the slice has more.
-                None => last_page.is_some_and(|last| page < last),
-            };
-            if !has_next {
+            if !self.take_page(&slice, page, parsed, &mut last_page).await? {
                 break;
             }
             page += 1;
@@ -581,6 +560,64 @@ impl Run<'_> {
             mark(&dir, "complete")?;
         }
         Ok(())
+    }
+
+    /// Fetches and saves a page. The first page of a slice that reaches the result cap splits
+    /// the slice when it can be (and the page is not kept), else marks it capped.
+    async fn fetch_page(
+        &mut self,
+        slice: &Slice,
+        page: u32,
+        dir: &Path,
+        file: &Path,
+    ) -> Result<Fetched, CrawlError> {
+        match self.client.fetch(slice, page).await {
+            Ok((body, parsed)) => {
+                if page == 1 && parsed.page_info.total >= self.options.result_cap {
+                    if slice.split_by_format().is_some() {
+                        mark(dir, "split")?;
+                        return Ok(Fetched::Split);
+                    }
+                    tracing::warn!(slice = %slice.key(), "slice reaches the result cap and cannot be split: entries beyond it are missing");
+                    mark(dir, "capped")?;
+                    self.report.slices_capped.push(slice.key());
+                }
+                save_atomically(dir, file, &body)?;
+                self.report.pages_fetched += 1;
+                Ok(Fetched::Page(parsed))
+            }
+            Err(error) => {
+                self.fail(slice, page, error.to_string());
+                Ok(Fetched::Failed)
+            }
+        }
+    }
+
+    /// Imports a page's anime (`None`: the page failed); whether the slice has a page after it.
+    /// A slice of undated entries (sorted by start date, undated first) ends at its first dated
+    /// one.
+    async fn take_page(
+        &mut self,
+        slice: &Slice,
+        page: u32,
+        parsed: Option<Page>,
+        last_page: &mut Option<u32>,
+    ) -> Result<bool, CrawlError> {
+        match parsed {
+            Some(parsed) => {
+                *last_page = last_page.or(parsed.page_info.last_page);
+                let reached_dated = slice.is_undated()
+                    && parsed
+                        .media
+                        .iter()
+                        .any(|m| m.start_date.and_then(|d| d.year).is_some());
+                let has_next = parsed.page_info.has_next_page && !reached_dated;
+                self.process(slice, parsed.media).await?;
+                Ok(has_next)
+            }
+            // A failed page: carry on with the next one if the slice has more.
+            None => Ok(last_page.is_some_and(|last| page < last)),
+        }
     }
 
     /// A saved page, parsed. One that no longer reads is moved aside (`.rejected`) so that the

@@ -54,6 +54,13 @@ pub fn source_hash(media: &Media) -> String {
     hex(&Sha256::digest(json.as_bytes()))
 }
 
+/// An anime's stored source hash, to tell whether a new copy of it changed.
+#[derive(sqlx::FromRow)]
+struct StoredSourceHash {
+    id: i32,
+    source_hash: String,
+}
+
 /// Upserts `batch` in one transaction: new anime inserted, changed ones updated (with their
 /// relation edges replaced), unchanged ones left alone. Adult entries are skipped unless asked.
 pub async fn upsert_media(
@@ -67,13 +74,15 @@ pub async fn upsert_media(
     };
     let mut tx = pool.begin().await?;
     let ids: Vec<i32> = batch.iter().map(|m| m.id).collect();
-    let mut known: HashMap<i32, String> =
-        sqlx::query_as::<_, (i32, String)>("SELECT id, source_hash FROM anime WHERE id = ANY($1)")
-            .bind(&ids)
-            .fetch_all(&mut *tx)
-            .await?
-            .into_iter()
-            .collect();
+    let mut known: HashMap<i32, String> = sqlx::query_as::<_, StoredSourceHash>(
+        "SELECT id, source_hash FROM anime WHERE id = ANY($1)",
+    )
+    .bind(&ids)
+    .fetch_all(&mut *tx)
+    .await?
+    .into_iter()
+    .map(|row| (row.id, row.source_hash))
+    .collect();
     for media in batch {
         let media = &media.without_nul();
         if media.is_adult() && !include_adult {
@@ -96,7 +105,17 @@ pub async fn upsert_media(
     Ok(counts)
 }
 
+/// Writes one anime: its row, then its relation edges in place of the old ones.
 async fn write_anime(
+    tx: &mut Transaction<'_, Postgres>,
+    media: &Media,
+    hash: &str,
+) -> Result<(), sqlx::Error> {
+    upsert_anime_row(tx, media, hash).await?;
+    replace_relations(tx, media).await
+}
+
+async fn upsert_anime_row(
     tx: &mut Transaction<'_, Postgres>,
     media: &Media,
     hash: &str,
@@ -148,7 +167,13 @@ async fn write_anime(
     .bind(hash)
     .execute(&mut **tx)
     .await?;
+    Ok(())
+}
 
+async fn replace_relations(
+    tx: &mut Transaction<'_, Postgres>,
+    media: &Media,
+) -> Result<(), sqlx::Error> {
     sqlx::query("DELETE FROM anime_relations WHERE anime_id = $1")
         .bind(media.id)
         .execute(&mut **tx)
@@ -200,42 +225,101 @@ pub async fn rebuild_documents(
         franchises: franchises.len(),
         ..Default::default()
     };
+    let premises = Premises::find_or_make(pool, &franchises, &by_id, premiser).await?;
+    counts.premise_fallbacks = premises.llm_failures;
+    counts.premises_created = premises.made.len();
+    counts.franchises_with_premise = premises.texts.iter().flatten().count();
+    let premise_of = premises.by_member(&franchises, &by_id);
 
-    // Premises: reuse a stored one for the same franchise, generator and inputs; otherwise make
-    // it (LLM calls run a few at a time, outside the transaction).
-    let generator = premiser
-        .map(LlmPremiser::generator)
-        .unwrap_or_else(|| LOCAL_GENERATOR.to_string());
-    let stored: HashMap<(i32, String, String), String> = sqlx::query_as::<_, (i32, String, String, String)>(
-        "SELECT root_id, generator, inputs_hash, premise FROM franchise_premises WHERE generator = ANY($1)",
-    )
-    .bind(vec![generator.clone(), LOCAL_GENERATOR.to_string()])
-    .fetch_all(pool)
-    .await?
-    .into_iter()
-    .map(|(root, generator, inputs, premise)| ((root, generator, inputs), premise))
-    .collect();
-    let inputs: Vec<String> = franchises
-        .iter()
-        .map(|f| franchise::premise_inputs_hash(f, &by_id))
-        .collect();
-    let mut texts: Vec<Option<String>> = franchises
-        .iter()
-        .zip(&inputs)
-        .map(|(f, hash)| {
-            stored
-                .get(&(f.root_id, generator.clone(), hash.clone()))
-                .cloned()
-        })
-        .collect();
-    let mut new_rows: Vec<(i32, String, String, String)> = Vec::new();
-    if let Some(premiser) = premiser {
+    let mut tx = pool.begin().await?;
+    write_franchises(&mut tx, &franchises).await?;
+    store_premises(&mut tx, &premises.made).await?;
+    (counts.documents_written, counts.documents_unchanged) =
+        write_documents(&mut tx, &catalog, &premise_of, model).await?;
+    refresh_lexeme_stats(&mut tx, counts.documents_written > 0).await?;
+    tx.commit().await?;
+    Ok(counts)
+}
+
+/// A row of `franchise_premises`: the premise `generator` wrote for the franchise of `root_id`
+/// from the inputs whose hash is `inputs_hash` (so a changed franchise gets a new one).
+#[derive(Debug, Clone, sqlx::FromRow)]
+struct StoredPremise {
+    root_id: i32,
+    generator: String,
+    inputs_hash: String,
+    premise: String,
+}
+
+/// Stored premises by franchise root, generator and inputs hash.
+type PremiseIndex = HashMap<(i32, String, String), String>;
+
+/// The premise of each franchise, in the order of the franchises.
+struct Premises {
+    /// `None`: no premise could be made (a franchise without a synopsis).
+    texts: Vec<Option<String>>,
+    /// Premises made in this run, to be stored.
+    made: Vec<StoredPremise>,
+    /// Franchises whose LLM premise failed and that got the local one.
+    llm_failures: usize,
+}
+
+impl Premises {
+    /// Reuses a stored premise for the same franchise, generator and inputs; otherwise makes one
+    /// (LLM calls run a few at a time, outside any transaction), the local generator's when
+    /// there is no LLM or it fails.
+    async fn find_or_make(
+        pool: &PgPool,
+        franchises: &[Franchise],
+        by_id: &HashMap<i32, &Media>,
+        premiser: Option<&LlmPremiser>,
+    ) -> Result<Self, sqlx::Error> {
+        let generator = premiser
+            .map(LlmPremiser::generator)
+            .unwrap_or_else(|| LOCAL_GENERATOR.to_string());
+        let stored = stored_premises(pool, &generator).await?;
+        let inputs: Vec<String> = franchises
+            .iter()
+            .map(|f| franchise::premise_inputs_hash(f, by_id))
+            .collect();
+        let texts = franchises
+            .iter()
+            .zip(&inputs)
+            .map(|(f, hash)| {
+                stored
+                    .get(&(f.root_id, generator.clone(), hash.clone()))
+                    .cloned()
+            })
+            .collect();
+        let mut premises = Premises {
+            texts,
+            made: Vec::new(),
+            llm_failures: 0,
+        };
+        if let Some(premiser) = premiser {
+            premises
+                .ask_llm(premiser, &generator, franchises, &inputs, by_id)
+                .await;
+        }
+        premises.fill_with_local(franchises, &inputs, &stored, by_id);
+        Ok(premises)
+    }
+
+    /// Asks the LLM for every premise still missing.
+    async fn ask_llm(
+        &mut self,
+        premiser: &LlmPremiser,
+        generator: &str,
+        franchises: &[Franchise],
+        inputs: &[String],
+        by_id: &HashMap<i32, &Media>,
+    ) {
         let missing: Vec<usize> = (0..franchises.len())
-            .filter(|&i| texts[i].is_none())
+            .filter(|&i| self.texts[i].is_none())
             .collect();
         let answers: Vec<(usize, Result<String, PremiseError>)> = stream::iter(missing)
             .map(|i| {
-                let (root_title, members) = premise_inputs(&franchises[i], &by_id);
+                let (root_title, members) = premise_inputs(&franchises[i], by_id);
                 async move { (i, premiser.premise(&root_title, &members).await) }
             })
             .buffer_unordered(LLM_CONCURRENCY)
@@ -244,162 +328,277 @@ pub async fn rebuild_documents(
         for (i, answer) in answers {
             match answer {
                 Ok(text) => {
-                    new_rows.push((
-                        franchises[i].root_id,
-                        generator.clone(),
-                        inputs[i].clone(),
-                        text.clone(),
-                    ));
-                    texts[i] = Some(text);
+                    self.made.push(StoredPremise {
+                        root_id: franchises[i].root_id,
+                        generator: generator.to_string(),
+                        inputs_hash: inputs[i].clone(),
+                        premise: text.clone(),
+                    });
+                    self.texts[i] = Some(text);
                 }
                 Err(error) => {
                     tracing::warn!(root = franchises[i].root_id, %error, "LLM premise failed: using the local one");
-                    counts.premise_fallbacks += 1;
+                    self.llm_failures += 1;
                 }
             }
         }
     }
-    // Whatever has no premise yet gets the local one (stored or made now).
-    for (i, franchise) in franchises.iter().enumerate() {
-        if texts[i].is_some() {
-            continue;
-        }
-        let key = (
-            franchise.root_id,
-            LOCAL_GENERATOR.to_string(),
-            inputs[i].clone(),
-        );
-        texts[i] = match stored.get(&key) {
-            Some(text) => Some(text.clone()),
-            None => franchise::local_premise(franchise, &by_id).map(|premise| {
-                new_rows.push((key.0, key.1, key.2, premise.text.clone()));
-                premise.text
-            }),
-        };
-    }
-    let mut premise_of: HashMap<i32, Premise> = HashMap::new();
-    for (franchise, text) in franchises.iter().zip(texts) {
-        let Some(text) = text else { continue };
-        counts.franchises_with_premise += 1;
-        let root_title = by_id[&franchise.root_id]
-            .main_title()
-            .unwrap_or_default()
-            .to_string();
-        let premise = Premise { root_title, text };
-        for &member in franchise
-            .members
-            .iter()
-            .filter(|&&id| id != franchise.root_id)
-        {
-            premise_of.insert(member, premise.clone());
+
+    /// Whatever has no premise yet gets the local one (stored or made now).
+    fn fill_with_local(
+        &mut self,
+        franchises: &[Franchise],
+        inputs: &[String],
+        stored: &PremiseIndex,
+        by_id: &HashMap<i32, &Media>,
+    ) {
+        for (i, franchise) in franchises.iter().enumerate() {
+            if self.texts[i].is_some() {
+                continue;
+            }
+            let key = (
+                franchise.root_id,
+                LOCAL_GENERATOR.to_string(),
+                inputs[i].clone(),
+            );
+            self.texts[i] = match stored.get(&key) {
+                Some(text) => Some(text.clone()),
+                None => franchise::local_premise(franchise, by_id).map(|premise| {
+                    let (root_id, generator, inputs_hash) = key;
+                    self.made.push(StoredPremise {
+                        root_id,
+                        generator,
+                        inputs_hash,
+                        premise: premise.text.clone(),
+                    });
+                    premise.text
+                }),
+            };
         }
     }
 
-    let mut tx = pool.begin().await?;
-    write_franchises(&mut tx, &franchises).await?;
-    for (root, generator, inputs, premise) in &new_rows {
+    /// The premise each franchise member's document opens with (the root's own has none).
+    fn by_member(
+        &self,
+        franchises: &[Franchise],
+        by_id: &HashMap<i32, &Media>,
+    ) -> HashMap<i32, Premise> {
+        let mut premise_of = HashMap::new();
+        for (franchise, text) in franchises.iter().zip(&self.texts) {
+            let Some(text) = text else { continue };
+            let root_title = by_id[&franchise.root_id]
+                .main_title()
+                .unwrap_or_default()
+                .to_string();
+            let premise = Premise {
+                root_title,
+                text: text.clone(),
+            };
+            for &member in franchise
+                .members
+                .iter()
+                .filter(|&&id| id != franchise.root_id)
+            {
+                premise_of.insert(member, premise.clone());
+            }
+        }
+        premise_of
+    }
+}
+
+/// The stored premises of `generator` and of the local generator (the fallback).
+async fn stored_premises(pool: &PgPool, generator: &str) -> Result<PremiseIndex, sqlx::Error> {
+    let rows = sqlx::query_as::<_, StoredPremise>(
+        "SELECT root_id, generator, inputs_hash, premise FROM franchise_premises
+          WHERE generator = ANY($1)",
+    )
+    .bind(vec![generator.to_string(), LOCAL_GENERATOR.to_string()])
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| ((row.root_id, row.generator, row.inputs_hash), row.premise))
+        .collect())
+}
+
+async fn store_premises(
+    tx: &mut Transaction<'_, Postgres>,
+    made: &[StoredPremise],
+) -> Result<(), sqlx::Error> {
+    for row in made {
         sqlx::query(
             "INSERT INTO franchise_premises (root_id, generator, inputs_hash, premise)
              VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
         )
-        .bind(root)
-        .bind(generator)
-        .bind(inputs)
-        .bind(premise)
-        .execute(&mut *tx)
+        .bind(row.root_id)
+        .bind(&row.generator)
+        .bind(&row.inputs_hash)
+        .bind(&row.premise)
+        .execute(&mut **tx)
         .await?;
     }
-    counts.premises_created = new_rows.len();
+    Ok(())
+}
 
-    let existing: HashMap<i32, (String, String, Option<String>)> =
-        sqlx::query_as::<_, (i32, String, String, Option<String>)>(
-            "SELECT anime_id, content_hash, model, lexical_hash FROM documents",
-        )
-        .fetch_all(&mut *tx)
-        .await?
-        .into_iter()
-        .map(|(id, hash, model, lexical)| (id, (hash, model, lexical)))
-        .collect();
-    let theme_frequencies = document::ThemeFrequencies::of(&catalog);
-    for media in &catalog {
-        let premise = premise_of.get(&media.id);
+/// The hashes a stored document was built with: equal ones mean it need not be written again.
+#[derive(sqlx::FromRow)]
+struct StoredDocumentHashes {
+    anime_id: i32,
+    content_hash: String,
+    model: String,
+    lexical_hash: Option<String>,
+}
+
+/// An anime's document and everything indexed beside it, as built from the catalog.
+struct BuiltDocument {
+    body: String,
+    /// Over the body and the embedding model: a new one means a new vector.
+    content_hash: String,
+    lexical: document::LexicalFields,
+    themes: Option<String>,
+    passages: Vec<String>,
+    /// One hash over everything indexed beside the body: lexical fields, theme vector and
+    /// passages.
+    lexical_hash: String,
+}
+
+impl BuiltDocument {
+    fn build(
+        media: &Media,
+        premise: Option<&Premise>,
+        themes: &document::ThemeFrequencies,
+        model: &str,
+    ) -> Self {
         let body = document::build_document(media, premise);
-        let hash = document::content_hash(model, &body);
+        let content_hash = document::content_hash(model, &body);
         let lexical = document::lexical_fields(media, premise);
-        let themes = document::theme_vector(media, &theme_frequencies);
+        let themes = document::theme_vector(media, themes);
         let passages = super::passages::passages(media, premise);
-        // One hash over everything indexed beside the body: lexical fields, theme vector and
-        // passages.
         let lexical_hash = document::hex(&Sha256::digest(format!(
             "{}\n{}\n{}",
             lexical.hash(),
             themes.as_deref().unwrap_or_default(),
             passages.join("\n")
         )));
-        if existing.get(&media.id).is_some_and(|(stored, m, lex)| {
-            *stored == hash && m == model && lex.as_deref() == Some(lexical_hash.as_str())
-        }) {
-            counts.documents_unchanged += 1;
+        Self {
+            body,
+            content_hash,
+            lexical,
+            themes,
+            passages,
+            lexical_hash,
+        }
+    }
+
+    fn matches(&self, stored: &StoredDocumentHashes, model: &str) -> bool {
+        stored.content_hash == self.content_hash
+            && stored.model == model
+            && stored.lexical_hash.as_deref() == Some(self.lexical_hash.as_str())
+    }
+}
+
+/// Writes the documents (and title lists) that differ from the stored ones; returns how many
+/// were written and how many were already up to date.
+async fn write_documents(
+    tx: &mut Transaction<'_, Postgres>,
+    catalog: &[Media],
+    premise_of: &HashMap<i32, Premise>,
+    model: &str,
+) -> Result<(usize, usize), sqlx::Error> {
+    let existing: HashMap<i32, StoredDocumentHashes> = sqlx::query_as::<_, StoredDocumentHashes>(
+        "SELECT anime_id, content_hash, model, lexical_hash FROM documents",
+    )
+    .fetch_all(&mut **tx)
+    .await?
+    .into_iter()
+    .map(|row| (row.anime_id, row))
+    .collect();
+    let (mut written, mut unchanged) = (0, 0);
+    let themes = document::ThemeFrequencies::of(catalog);
+    for media in catalog {
+        let built = BuiltDocument::build(media, premise_of.get(&media.id), &themes, model);
+        if existing
+            .get(&media.id)
+            .is_some_and(|stored| built.matches(stored, model))
+        {
+            unchanged += 1;
             continue;
         }
-        sqlx::query(
-            "INSERT INTO documents (anime_id, body, model, content_hash, lexical, lexical_hash,
-                                    themes, passages)
-             VALUES ($1, $2, $3, $4,
-                 setweight(to_tsvector('english', $5), 'A')
-                 || setweight(to_tsvector('english', $6), 'B')
-                 || setweight(to_tsvector('english', $7), 'C'),
-                 $8, $9::sparsevec, $10)
-             ON CONFLICT (anime_id) DO UPDATE SET body = EXCLUDED.body, model = EXCLUDED.model,
-                 content_hash = EXCLUDED.content_hash, lexical = EXCLUDED.lexical,
-                 lexical_hash = EXCLUDED.lexical_hash, themes = EXCLUDED.themes,
-                 passages = EXCLUDED.passages, built_at = now()",
-        )
-        .bind(media.id)
-        .bind(&body)
-        .bind(model)
-        .bind(&hash)
-        .bind(&lexical.titles)
-        .bind(&lexical.topics)
-        .bind(&lexical.text)
-        .bind(&lexical_hash)
-        .bind(&themes)
-        .bind(&passages)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query("DELETE FROM anime_titles WHERE anime_id = $1")
-            .bind(media.id)
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query(
-            "INSERT INTO anime_titles (anime_id, title) SELECT $1, unnest($2::text[])
-             ON CONFLICT DO NOTHING",
-        )
-        .bind(media.id)
-        .bind(document::titles(media))
-        .execute(&mut *tx)
-        .await?;
-        counts.documents_written += 1;
+        write_document(tx, media, &built, model).await?;
+        written += 1;
     }
-    // Document frequencies for the lexical branch's choice of query words: recomputed when a
-    // document changed, or when they are missing (a database made before they existed; without
-    // them the lexical branch finds nothing).
-    let stats_missing: bool = sqlx::query_scalar("SELECT NOT EXISTS (SELECT 1 FROM lexeme_stats)")
-        .fetch_one(&mut *tx)
+    Ok((written, unchanged))
+}
+
+/// Upserts one document and replaces the anime's titles (the trigram title index).
+async fn write_document(
+    tx: &mut Transaction<'_, Postgres>,
+    media: &Media,
+    built: &BuiltDocument,
+    model: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO documents (anime_id, body, model, content_hash, lexical, lexical_hash,
+                                themes, passages)
+         VALUES ($1, $2, $3, $4,
+             setweight(to_tsvector('english', $5), 'A')
+             || setweight(to_tsvector('english', $6), 'B')
+             || setweight(to_tsvector('english', $7), 'C'),
+             $8, $9::sparsevec, $10)
+         ON CONFLICT (anime_id) DO UPDATE SET body = EXCLUDED.body, model = EXCLUDED.model,
+             content_hash = EXCLUDED.content_hash, lexical = EXCLUDED.lexical,
+             lexical_hash = EXCLUDED.lexical_hash, themes = EXCLUDED.themes,
+             passages = EXCLUDED.passages, built_at = now()",
+    )
+    .bind(media.id)
+    .bind(&built.body)
+    .bind(model)
+    .bind(&built.content_hash)
+    .bind(&built.lexical.titles)
+    .bind(&built.lexical.topics)
+    .bind(&built.lexical.text)
+    .bind(&built.lexical_hash)
+    .bind(&built.themes)
+    .bind(&built.passages)
+    .execute(&mut **tx)
+    .await?;
+    sqlx::query("DELETE FROM anime_titles WHERE anime_id = $1")
+        .bind(media.id)
+        .execute(&mut **tx)
         .await?;
-    if counts.documents_written > 0 || stats_missing {
+    sqlx::query(
+        "INSERT INTO anime_titles (anime_id, title) SELECT $1, unnest($2::text[])
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(media.id)
+    .bind(document::titles(media))
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Document frequencies for the lexical branch's choice of query words: recomputed when a
+/// document changed, or when they are missing (a database made before they existed; without
+/// them the lexical branch finds nothing).
+async fn refresh_lexeme_stats(
+    tx: &mut Transaction<'_, Postgres>,
+    documents_changed: bool,
+) -> Result<(), sqlx::Error> {
+    let stats_missing: bool = sqlx::query_scalar("SELECT NOT EXISTS (SELECT 1 FROM lexeme_stats)")
+        .fetch_one(&mut **tx)
+        .await?;
+    if documents_changed || stats_missing {
         sqlx::query("DELETE FROM lexeme_stats")
-            .execute(&mut *tx)
+            .execute(&mut **tx)
             .await?;
         sqlx::query(
             "INSERT INTO lexeme_stats (lexeme, documents)
              SELECT word, ndoc FROM ts_stat('SELECT lexical FROM documents')",
         )
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
     }
-    tx.commit().await?;
-    Ok(counts)
+    Ok(())
 }
 
 /// What the LLM sees of a franchise: the root's title and each member's title and synopsis.
@@ -475,11 +674,18 @@ pub async fn document_with_and_without_premise(
     pool: &PgPool,
     id: i32,
 ) -> Result<Option<(String, String)>, sqlx::Error> {
-    let row: Option<(String, Json<Media>)> = sqlx::query_as(
+    let row: Option<DocumentAndSource> = sqlx::query_as(
         "SELECT d.body, a.raw FROM documents d JOIN anime a ON a.id = d.anime_id WHERE a.id = $1",
     )
     .bind(id)
     .fetch_optional(pool)
     .await?;
-    Ok(row.map(|(stored, media)| (stored, document::build_document(&media.0, None))))
+    Ok(row.map(|row| (row.body, document::build_document(&row.raw.0, None))))
+}
+
+/// An anime's stored document beside the AniList entry it was built from.
+#[derive(sqlx::FromRow)]
+struct DocumentAndSource {
+    body: String,
+    raw: Json<Media>,
 }

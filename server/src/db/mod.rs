@@ -147,18 +147,26 @@ pub struct ReplicaHealth {
     pub replay_lag_seconds: Option<f64>,
 }
 
+/// What a replica says of itself.
+#[derive(sqlx::FromRow)]
+struct ReplicaState {
+    in_recovery: bool,
+    replay_lag_seconds: Option<f64>,
+}
+
 pub async fn replica_health(replica: &PgPool) -> ReplicaHealth {
-    let row: Result<(bool, Option<f64>), sqlx::Error> = sqlx::query_as(
-        "SELECT pg_is_in_recovery(),
-                extract(epoch FROM now() - pg_last_xact_replay_timestamp())::float8",
+    let state: Result<ReplicaState, sqlx::Error> = sqlx::query_as(
+        "SELECT pg_is_in_recovery() AS in_recovery,
+                extract(epoch FROM now() - pg_last_xact_replay_timestamp())::float8
+                    AS replay_lag_seconds",
     )
     .fetch_one(replica)
     .await;
-    match row {
-        Ok((in_recovery, lag)) => ReplicaHealth {
+    match state {
+        Ok(state) => ReplicaHealth {
             status: "ok".into(),
-            in_recovery: Some(in_recovery),
-            replay_lag_seconds: lag,
+            in_recovery: Some(state.in_recovery),
+            replay_lag_seconds: state.replay_lag_seconds,
         },
         Err(error) => {
             tracing::warn!(%error, "read replica unreachable");

@@ -113,46 +113,10 @@ pub fn router(state: AppState) -> Router {
         site: state.site.clone(),
         billing: state.billing.is_some(),
     });
-    let mut csrf = tower_http::csrf::CsrfLayer::new();
-    if state.site.public_url.starts_with("http") {
-        csrf = csrf
-            .add_trusted_origin(&state.site.public_url)
-            .unwrap_or_else(|error| {
-                tracing::warn!(%error, url = %state.site.public_url, "public URL is not an origin");
-                tower_http::csrf::CsrfLayer::new()
-            });
-    }
-    let sessions = tower_sessions::SessionManagerLayer::new(
-        tower_sessions_sqlx_store::PostgresStore::new(state.pool.clone()),
-    )
-    .with_name(crate::accounts::SESSION_COOKIE)
-    .with_secure(state.site.visitors.secure)
-    .with_http_only(true)
-    .with_same_site(tower_sessions::cookie::SameSite::Lax)
-    .with_expiry(tower_sessions::Expiry::OnInactivity(
-        tower_sessions::cookie::time::Duration::days(30),
-    ));
-    let mut router = Router::new()
-        .route("/healthz", get(healthz))
-        .route("/api/search", get(api_search))
-        .route("/api/anime/{id}/similar", get(api_similar))
-        .route("/register", post(auth::sign_up))
-        .route("/register/confirm", post(auth::confirm))
-        .route("/login", post(auth::log_in))
-        .route("/logout", post(auth::log_out))
-        .route("/premium/checkout", post(billing::checkout))
-        .route("/billing/portal", post(billing::portal))
-        .route(
-            "/stripe/webhook",
-            post(billing::stripe_webhook).layer(DefaultBodyLimit::max(WEBHOOK_BODY_LIMIT)),
-        )
-        .route("/lang", get(language::switch))
-        .route("/metrics", get(metrics));
-    if state.site.dev_mailbox {
-        router = router.route("/dev/mail", get(auth::dev_mailbox));
-    }
+    let csrf = csrf_layer(&state.site.public_url);
+    let sessions = session_layer(&state);
     let form_targets = app::security::FormTargets(state.site.form_targets.clone());
-    router
+    plain_routes(state.site.dev_mailbox)
         .leptos_routes_with_context(
             &state,
             routes,
@@ -185,6 +149,61 @@ pub fn router(state: AppState) -> Router {
         )
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
         .with_state(state)
+}
+
+/// Cross-origin POSTs refused (Fetch Metadata and Origin headers); the public URL, when it is
+/// an http(s) URL, is a trusted origin.
+fn csrf_layer(public_url: &str) -> tower_http::csrf::CsrfLayer {
+    let csrf = tower_http::csrf::CsrfLayer::new();
+    if !public_url.starts_with("http") {
+        return csrf;
+    }
+    csrf.add_trusted_origin(public_url).unwrap_or_else(|error| {
+        tracing::warn!(%error, url = %public_url, "public URL is not an origin");
+        tower_http::csrf::CsrfLayer::new()
+    })
+}
+
+/// Sessions in PostgreSQL behind an HTTP-only, SameSite=Lax cookie (Secure when the site is
+/// https), ended after 30 days without a request.
+fn session_layer(
+    state: &AppState,
+) -> tower_sessions::SessionManagerLayer<tower_sessions_sqlx_store::PostgresStore> {
+    tower_sessions::SessionManagerLayer::new(tower_sessions_sqlx_store::PostgresStore::new(
+        state.pool.clone(),
+    ))
+    .with_name(crate::accounts::SESSION_COOKIE)
+    .with_secure(state.site.visitors.secure)
+    .with_http_only(true)
+    .with_same_site(tower_sessions::cookie::SameSite::Lax)
+    .with_expiry(tower_sessions::Expiry::OnInactivity(
+        tower_sessions::cookie::time::Duration::days(30),
+    ))
+}
+
+/// The routes that are not Leptos pages: the JSON API, the form posts, the webhook, and the
+/// mail outbox when it is on.
+fn plain_routes(dev_mailbox: bool) -> Router<AppState> {
+    let router = Router::new()
+        .route("/healthz", get(healthz))
+        .route("/api/search", get(api_search))
+        .route("/api/anime/{id}/similar", get(api_similar))
+        .route("/register", post(auth::sign_up))
+        .route("/register/confirm", post(auth::confirm))
+        .route("/login", post(auth::log_in))
+        .route("/logout", post(auth::log_out))
+        .route("/premium/checkout", post(billing::checkout))
+        .route("/billing/portal", post(billing::portal))
+        .route(
+            "/stripe/webhook",
+            post(billing::stripe_webhook).layer(DefaultBodyLimit::max(WEBHOOK_BODY_LIMIT)),
+        )
+        .route("/lang", get(language::switch))
+        .route("/metrics", get(metrics));
+    if dev_mailbox {
+        return router.route("/dev/mail", get(auth::dev_mailbox));
+    }
+    router
 }
 
 /// `/metrics`: Prometheus' text format (see [`crate::metrics`]). With `ZENBU_METRICS_TOKEN`,

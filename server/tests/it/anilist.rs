@@ -3,13 +3,11 @@
 use crate::common::{MODEL, shared_catalog};
 use std::{path::PathBuf, time::Duration};
 
-use server::{
-    catalog::{
-        Media,
-        anilist::{self, AniListOptions, CrawlReport},
-        import,
-    },
-    fakes::anilist::{Failure, FailureRule, FakeAniList, FakeAniListConfig},
+use fakes::anilist::{Failure, FailureRule, FakeAniList, FakeAniListConfig};
+use server::catalog::{
+    Media,
+    anilist::{self, AniListOptions, CrawlReport},
+    import,
 };
 use sqlx::PgPool;
 

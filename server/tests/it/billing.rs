@@ -5,10 +5,8 @@
 use crate::common;
 
 use crate::common::{Browser, TestApp, location};
-use server::{
-    billing::{Billing, BillingConfig, webhook},
-    fakes::stripe::{ApiBehaviour, FakeStripe, FakeStripeConfig, events, sign},
-};
+use fakes::stripe::{ApiBehaviour, FakeStripe, FakeStripeConfig, events, sign};
+use server::billing::{Billing, BillingConfig, webhook};
 use sqlx::PgPool;
 
 const SECRET: &str = "whsec_test_secret";

@@ -16,7 +16,6 @@ mod catalog;
 mod database;
 mod e5;
 mod embedded_postgres;
-mod fuzz_inputs;
 mod http;
 mod premise;
 mod quota;

@@ -3,10 +3,8 @@
 use crate::common::{MOB_PSYCHO_III, MODEL, document};
 use std::time::Duration;
 
-use server::{
-    catalog::{self, LlmPremiser, import},
-    fakes::openai::{ChatBehaviour, FakeOpenAi},
-};
+use fakes::openai::{ChatBehaviour, FakeOpenAi};
+use server::catalog::{self, LlmPremiser, import};
 use sqlx::PgPool;
 
 const KEY: &str = "sk-test";
@@ -137,7 +135,7 @@ async fn the_fake_refuses_temperature_for_reasoning_models_and_a_wrong_key() {
 #[sqlx::test(migrations = "../migrations")]
 async fn control_characters_from_the_model_do_not_reach_premises(pool: PgPool) {
     let fake = FakeOpenAi::start(KEY).await.unwrap();
-    fake.set_behaviour(server::fakes::openai::ChatBehaviour::ControlCharacters);
+    fake.set_behaviour(fakes::openai::ChatBehaviour::ControlCharacters);
     let llm = premiser(&fake, Duration::from_secs(10));
     let report = catalog::ingest(&pool, &import::demo_catalog(), false, MODEL, Some(&llm))
         .await

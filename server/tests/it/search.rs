@@ -5,9 +5,9 @@
 use std::{sync::Arc, time::Duration};
 
 use app::search::{Branch, Filters, Ranking};
+use fakes::openai::{ChatBehaviour, EMBEDDING_DIMENSION, EmbeddingBehaviour, FakeOpenAi};
 use server::{
     catalog,
-    fakes::openai::{ChatBehaviour, EMBEDDING_DIMENSION, EmbeddingBehaviour, FakeOpenAi},
     search::{
         Budgets, CONFIDENT_MARGIN, SearchEngine, SearchError, cache,
         embedder::{EmbedError, Embedder, OpenAiEmbedder},

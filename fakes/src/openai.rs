@@ -83,7 +83,7 @@ impl FakeOpenAi {
         Self::start_on(api_key, "127.0.0.1:0".parse().expect("a socket address")).await
     }
 
-    /// [`start`](Self::start) on a chosen address (`server fake-openai`).
+    /// [`start`](Self::start) on a chosen address (`fakes openai`).
     pub async fn start_on(api_key: &str, addr: SocketAddr) -> std::io::Result<Self> {
         let state = Arc::new(FakeState {
             api_key: api_key.into(),
@@ -153,16 +153,28 @@ async fn set_behaviours(
     StatusCode::NO_CONTENT
 }
 
+/// An error as OpenAI answers one: a status and an `error` object.
+struct ApiError {
+    status: StatusCode,
+    body: Value,
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(self.body)).into_response()
+    }
+}
+
 fn error(
     status: StatusCode,
     message: &str,
     kind: &str,
     param: Option<&str>,
     code: Option<&str>,
-) -> Response {
+) -> ApiError {
     let body =
         json!({ "error": { "message": message, "type": kind, "param": param, "code": code } });
-    (status, Json(body)).into_response()
+    ApiError { status, body }
 }
 
 fn authorised(state: &FakeState, headers: &HeaderMap) -> bool {
@@ -170,6 +182,31 @@ fn authorised(state: &FakeState, headers: &HeaderMap) -> bool {
         .get("authorization")
         .and_then(|value| value.to_str().ok())
         .is_some_and(|value| value == format!("Bearer {}", state.api_key))
+}
+
+fn invalid_api_key() -> ApiError {
+    error(
+        StatusCode::UNAUTHORIZED,
+        "Incorrect API key provided.",
+        "invalid_request_error",
+        None,
+        Some("invalid_api_key"),
+    )
+}
+
+fn unparsable_body() -> ApiError {
+    invalid_request("We could not parse the JSON body of your request.", None)
+}
+
+/// A 400 `invalid_request_error` about `param`.
+fn invalid_request(message: &str, param: Option<&str>) -> ApiError {
+    error(
+        StatusCode::BAD_REQUEST,
+        message,
+        "invalid_request_error",
+        param,
+        None,
+    )
 }
 
 fn server_error(code: u16) -> Response {
@@ -181,6 +218,7 @@ fn server_error(code: u16) -> Response {
         None,
         None,
     )
+    .into_response()
 }
 
 /// `POST /v1/embeddings`: `text-embedding-3-small` only, `input` a string or an array of 1 to
@@ -191,33 +229,75 @@ async fn embeddings(
     headers: HeaderMap,
     body: String,
 ) -> Response {
-    if !authorised(&state, &headers) {
-        return error(
-            StatusCode::UNAUTHORIZED,
-            "Incorrect API key provided.",
-            "invalid_request_error",
-            None,
-            Some("invalid_api_key"),
-        );
+    let request = match read_embedding_request(&state, &headers, &body) {
+        Ok(request) => request,
+        Err(refusal) => return refusal.into_response(),
+    };
+    let behaviour = state.embedding_behaviour.lock().unwrap().clone();
+    let mut dimension = EMBEDDING_DIMENSION;
+    let mut count = request.inputs.len();
+    match behaviour {
+        EmbeddingBehaviour::Status(code) => return server_error(code),
+        EmbeddingBehaviour::Hang(duration) => tokio::time::sleep(duration).await,
+        EmbeddingBehaviour::MalformedJson => {
+            return (StatusCode::OK, "{\"object\": \"list\", \"data\": [").into_response();
+        }
+        EmbeddingBehaviour::WrongDimension(d) => dimension = d,
+        EmbeddingBehaviour::MissingVector => count -= 1,
+        EmbeddingBehaviour::Normal => {}
     }
-    let Ok(request) = serde_json::from_str::<Value>(&body) else {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "We could not parse the JSON body of your request.",
-            "invalid_request_error",
-            None,
-            None,
-        );
+    *state.embedding_inputs.lock().unwrap() += request.inputs.len();
+    let data: Vec<Value> = request
+        .inputs
+        .iter()
+        .take(count)
+        .enumerate()
+        .map(|(index, text)| {
+            json!({ "object": "embedding", "index": index, "embedding": hashed_vector(text, dimension) })
+        })
+        .collect();
+    let tokens: usize = request
+        .inputs
+        .iter()
+        .map(|t| t.split_whitespace().count())
+        .sum();
+    let response = json!({
+        "object": "list",
+        "data": data,
+        "model": request.model,
+        "usage": { "prompt_tokens": tokens, "total_tokens": tokens }
+    });
+    (StatusCode::OK, Json(response)).into_response()
+}
+
+/// What an embedding request asks for, once it passed OpenAI's checks.
+struct EmbeddingRequest {
+    model: String,
+    inputs: Vec<String>,
+}
+
+/// The request, or the error OpenAI answers it with: a wrong key, a body that is not JSON,
+/// another model, or inputs that are missing, empty or too many.
+fn read_embedding_request(
+    state: &FakeState,
+    headers: &HeaderMap,
+    body: &str,
+) -> Result<EmbeddingRequest, ApiError> {
+    if !authorised(state, headers) {
+        return Err(invalid_api_key());
+    }
+    let Ok(request) = serde_json::from_str::<Value>(body) else {
+        return Err(unparsable_body());
     };
     let model = request["model"].as_str().unwrap_or_default();
     if model != "text-embedding-3-small" {
-        return error(
+        return Err(error(
             StatusCode::NOT_FOUND,
             &format!("The model `{model}` does not exist or you do not have access to it."),
             "invalid_request_error",
             Some("model"),
             Some("model_not_found"),
-        );
+        ));
     }
     let inputs: Vec<String> = match &request["input"] {
         Value::String(text) => vec![text.clone()],
@@ -229,44 +309,15 @@ async fn embeddings(
         _ => Vec::new(),
     };
     if inputs.is_empty() || inputs.len() > 2048 || inputs.iter().any(|t| t.is_empty()) {
-        return error(
-            StatusCode::BAD_REQUEST,
+        return Err(invalid_request(
             "'input' must be a non-empty string or an array of 1 to 2048 non-empty strings.",
-            "invalid_request_error",
             Some("input"),
-            None,
-        );
+        ));
     }
-    let behaviour = state.embedding_behaviour.lock().unwrap().clone();
-    let mut dimension = EMBEDDING_DIMENSION;
-    let mut count = inputs.len();
-    match behaviour {
-        EmbeddingBehaviour::Status(code) => return server_error(code),
-        EmbeddingBehaviour::Hang(duration) => tokio::time::sleep(duration).await,
-        EmbeddingBehaviour::MalformedJson => {
-            return (StatusCode::OK, "{\"object\": \"list\", \"data\": [").into_response();
-        }
-        EmbeddingBehaviour::WrongDimension(d) => dimension = d,
-        EmbeddingBehaviour::MissingVector => count -= 1,
-        EmbeddingBehaviour::Normal => {}
-    }
-    *state.embedding_inputs.lock().unwrap() += inputs.len();
-    let data: Vec<Value> = inputs
-        .iter()
-        .take(count)
-        .enumerate()
-        .map(|(index, text)| {
-            json!({ "object": "embedding", "index": index, "embedding": hashed_vector(text, dimension) })
-        })
-        .collect();
-    let tokens: usize = inputs.iter().map(|t| t.split_whitespace().count()).sum();
-    let response = json!({
-        "object": "list",
-        "data": data,
-        "model": model,
-        "usage": { "prompt_tokens": tokens, "total_tokens": tokens }
-    });
-    (StatusCode::OK, Json(response)).into_response()
+    Ok(EmbeddingRequest {
+        model: model.to_string(),
+        inputs,
+    })
 }
 
 /// A unit vector from the text's lower-cased words (FNV-1a hashed into `dimension` slots).
@@ -292,113 +343,105 @@ pub fn hashed_vector(text: &str, dimension: usize) -> Vec<f32> {
     v
 }
 
+/// `POST /v1/chat/completions`: answers from the request (a ranking of the candidates for a
+/// structured rerank request, else a premise), or fails the way the behaviour says. Every
+/// request is logged with the status it got.
 async fn chat(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: String) -> Response {
-    let authorised = authorised(&state, &headers);
     let request: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
-    let model = request["model"].as_str().unwrap_or_default().to_string();
-    let respond = |status: u16, response: Response| {
-        state.log.lock().unwrap().push(ChatRecord {
-            model: model.clone(),
-            body: request.clone(),
-            status,
-        });
-        response
-    };
-    if !authorised {
-        return respond(
-            401,
-            error(
-                StatusCode::UNAUTHORIZED,
-                "Incorrect API key provided.",
-                "invalid_request_error",
-                None,
-                Some("invalid_api_key"),
-            ),
-        );
-    }
-    if request.is_null() {
-        return respond(
-            400,
-            error(
-                StatusCode::BAD_REQUEST,
-                "We could not parse the JSON body of your request.",
-                "invalid_request_error",
-                None,
-                None,
-            ),
-        );
-    }
-    if model.is_empty() || request["messages"].as_array().is_none_or(|m| m.is_empty()) {
-        return respond(
-            400,
-            error(
-                StatusCode::BAD_REQUEST,
-                "'model' and a non-empty 'messages' are required.",
-                "invalid_request_error",
-                Some("messages"),
-                None,
-            ),
-        );
-    }
-    if model.starts_with("gpt-5") && request.get("temperature").is_some() {
-        return respond(
-            400,
-            error(
-                StatusCode::BAD_REQUEST,
-                "Unsupported parameter: 'temperature' is not supported with this model.",
-                "invalid_request_error",
-                Some("temperature"),
-                Some("unsupported_parameter"),
-            ),
-        );
+    let (status, response) = chat_answer(&state, &headers, &request).await;
+    state.log.lock().unwrap().push(ChatRecord {
+        model: request["model"].as_str().unwrap_or_default().to_string(),
+        body: request,
+        status,
+    });
+    response
+}
+
+/// The response to a chat request and the status to log for it.
+async fn chat_answer(state: &FakeState, headers: &HeaderMap, request: &Value) -> (u16, Response) {
+    let refused = |response: Response| (response.status().as_u16(), response);
+    if let Err(refusal) = check_chat_request(authorised(state, headers), request) {
+        return refused(refusal.into_response());
     }
     let behaviour = state.behaviour.lock().unwrap().clone();
     match behaviour {
-        ChatBehaviour::Status(code) => return respond(code, server_error(code)),
+        ChatBehaviour::Status(code) => return (code, server_error(code)),
         ChatBehaviour::Hang(duration) => tokio::time::sleep(duration).await,
         ChatBehaviour::MalformedJson => {
-            return respond(
-                200,
-                (StatusCode::OK, "{\"id\": \"chatcmpl-fake\", \"choices\": [").into_response(),
-            );
+            let cut_short = "{\"id\": \"chatcmpl-fake\", \"choices\": [";
+            return (200, (StatusCode::OK, cut_short).into_response());
         }
         ChatBehaviour::Normal
         | ChatBehaviour::WrongIds
         | ChatBehaviour::NotJson
         | ChatBehaviour::ControlCharacters => {}
     }
+    if let Err(refusal) = check_chat_options(request) {
+        return refused(refusal.into_response());
+    }
+    let model = request["model"].as_str().unwrap_or_default();
+    let completion = completion(model, &chat_content(request, &behaviour));
+    (200, (StatusCode::OK, Json(completion)).into_response())
+}
+
+/// OpenAI's checks before anything else: the key, a JSON body, a model and messages, and no
+/// `temperature` for a reasoning model.
+fn check_chat_request(authorised: bool, request: &Value) -> Result<(), ApiError> {
+    if !authorised {
+        return Err(invalid_api_key());
+    }
+    if request.is_null() {
+        return Err(unparsable_body());
+    }
+    let model = request["model"].as_str().unwrap_or_default();
+    if model.is_empty() || request["messages"].as_array().is_none_or(|m| m.is_empty()) {
+        return Err(invalid_request(
+            "'model' and a non-empty 'messages' are required.",
+            Some("messages"),
+        ));
+    }
+    if model.starts_with("gpt-5") && request.get("temperature").is_some() {
+        return Err(error(
+            StatusCode::BAD_REQUEST,
+            "Unsupported parameter: 'temperature' is not supported with this model.",
+            "invalid_request_error",
+            Some("temperature"),
+            Some("unsupported_parameter"),
+        ));
+    }
+    Ok(())
+}
+
+/// The checks of the options a rerank request uses: a structured-output schema fit for the
+/// ranking, and a known `reasoning_effort`.
+fn check_chat_options(request: &Value) -> Result<(), ApiError> {
     let structured = request["response_format"]["type"] == "json_schema";
     if structured && let Err(problem) = check_ranking_schema(&request["response_format"]) {
-        return respond(
-            400,
-            error(
-                StatusCode::BAD_REQUEST,
-                &format!("Invalid schema for response_format: {problem}"),
-                "invalid_request_error",
-                Some("response_format"),
-                None,
-            ),
-        );
+        return Err(invalid_request(
+            &format!("Invalid schema for response_format: {problem}"),
+            Some("response_format"),
+        ));
     }
     if let Some(effort) = request.get("reasoning_effort")
         && !["minimal", "low", "medium", "high"].contains(&effort.as_str().unwrap_or_default())
     {
-        return respond(
-            400,
-            error(
-                StatusCode::BAD_REQUEST,
-                "Invalid value for 'reasoning_effort'.",
-                "invalid_request_error",
-                Some("reasoning_effort"),
-                None,
-            ),
-        );
+        return Err(invalid_request(
+            "Invalid value for 'reasoning_effort'.",
+            Some("reasoning_effort"),
+        ));
     }
-    let answer = if structured {
+    Ok(())
+}
+
+/// The assistant's message: the ranking as JSON when structured output was asked for, else the
+/// premise; spoilt the way `behaviour` says.
+fn chat_content(request: &Value, behaviour: &ChatBehaviour) -> String {
+    let structured = request["response_format"]["type"] == "json_schema";
+    if structured {
         match behaviour {
             ChatBehaviour::NotJson => "Here is my ranking: the first one.".to_string(),
             ChatBehaviour::WrongIds => {
-                let mut ids = ranking_for(&request);
+                let mut ids = ranking_for(request);
                 ids.truncate(ids.len() / 2);
                 if let Some(&first) = ids.first() {
                     ids.push(first);
@@ -406,30 +449,33 @@ async fn chat(State(state): State<Arc<FakeState>>, headers: HeaderMap, body: Str
                 ids.insert(0, 999_999_999);
                 json!({ "ids": ids }).to_string()
             }
-            _ => json!({ "ids": ranking_for(&request) }).to_string(),
+            _ => json!({ "ids": ranking_for(request) }).to_string(),
         }
-    } else if behaviour == ChatBehaviour::ControlCharacters {
+    } else if *behaviour == ChatBehaviour::ControlCharacters {
         format!(
             "\u{0}{}\u{7}\u{1b}",
-            answer_for(&request).replace(' ', "\u{0} ")
+            answer_for(request).replace(' ', "\u{0} ")
         )
     } else {
-        answer_for(&request)
-    };
-    let response = json!({
+        answer_for(request)
+    }
+}
+
+/// A chat completion object carrying `content`.
+fn completion(model: &str, content: &str) -> Value {
+    json!({
         "id": "chatcmpl-fake",
         "object": "chat.completion",
         "created": 1_700_000_000,
         "model": model,
         "choices": [{
             "index": 0,
-            "message": { "role": "assistant", "content": answer, "refusal": null },
+            "message": { "role": "assistant", "content": content, "refusal": null },
             "finish_reason": "stop",
             "logprobs": null
         }],
         "usage": { "prompt_tokens": 100, "completion_tokens": 30, "total_tokens": 130 }
-    });
-    respond(200, (StatusCode::OK, Json(response)).into_response())
+    })
 }
 
 /// The rerank answer's schema must be what structured output needs: a strict object schema with

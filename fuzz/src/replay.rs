@@ -1,18 +1,31 @@
-//! The fuzz targets' inputs, replayed on stable through the same property checks
-//! (`server::fuzz_checks`): the seeds in `fuzz/seeds/<target>/` and every input a fuzzing run
-//! found failing, kept in `fuzz/regressions/<target>/`. `scripts/fuzz` runs the fuzzer itself.
-
-use crate::common;
+//! The fuzz targets' inputs, replayed on stable through the same property checks: the seeds in
+//! `fuzz/seeds/<target>/` and every input a fuzzing run found failing, kept in
+//! `fuzz/regressions/<target>/`. `scripts/fuzz` runs the fuzzer itself.
 
 use std::path::{Path, PathBuf};
 
-use server::{
-    billing::webhook::{Change, read_delivery},
-    fuzz_checks,
-};
+use server::billing::webhook::{Change, read_delivery};
+
+use crate as fuzz_checks;
 
 fn fuzz_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz")
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+}
+
+/// `../shared/catalog/media.jsonl.gz` beside the checkout (CI has it there too), or
+/// `ZENBU_SHARED_CATALOG`.
+fn shared_catalog() -> PathBuf {
+    let path = std::env::var_os("ZENBU_SHARED_CATALOG")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/catalog/media.jsonl.gz")
+        });
+    assert!(
+        path.exists(),
+        "reference catalog missing at {}",
+        path.display()
+    );
+    path
 }
 
 /// The saved inputs of `target` (seeds and regressions), by file name.
@@ -72,7 +85,7 @@ fn webhook_inputs_hold() {
 #[test]
 fn the_shared_catalog_holds_the_document_check() {
     use std::io::Read;
-    let path = common::shared_catalog();
+    let path = shared_catalog();
     let mut text = String::new();
     flate2::read::MultiGzDecoder::new(std::fs::File::open(&path).unwrap())
         .read_to_string(&mut text)
@@ -93,7 +106,7 @@ fn webhook_seeds_are_read_as_the_events_they_are() {
     let now = 1_800_000_000;
     let read = |name: &str| {
         let payload = std::fs::read_to_string(fuzz_dir().join("seeds/webhook").join(name)).unwrap();
-        let signature = server::fakes::stripe::sign(&payload, secret, now);
+        let signature = fakes::stripe::sign(&payload, secret, now);
         read_delivery(secret, &payload, &signature, Some(now))
             .unwrap_or_else(|error| panic!("{name}: {error}"))
             .change

@@ -1,13 +1,14 @@
 //! What must hold for any input that reaches the parsers hostile bytes reach first, one function
-//! per fuzz target. `fuzz/` runs them under libFuzzer (nightly, `scripts/fuzz`);
-//! `tests/it/fuzz_inputs.rs` replays the saved inputs through them on stable, so CI keeps every
-//! finding fixed. Each check panics (a libFuzzer crash) when a property fails.
+//! per fuzz target. The targets in `fuzz_targets/` run them under libFuzzer (nightly,
+//! `scripts/fuzz`); the `replay` tests run the saved inputs through them on stable, so CI keeps
+//! every finding fixed. Each check panics (a libFuzzer crash) when a property fails. They live
+//! here, not in the server, because only the fuzzer and its replay need them.
 
 use std::sync::LazyLock;
 
 use app::{i18n::Lang, search::Filters};
 
-use crate::{
+use server::{
     accounts::{csrf, network::ClientNetwork, visitor},
     billing::webhook::{self, Rejected},
     catalog::{Media, document},
@@ -38,10 +39,10 @@ pub fn query(data: &[u8]) {
         Ok(cleaned) => {
             assert!(is_tidy(&cleaned), "untidy clean query {cleaned:?}");
             let length = cleaned.chars().count();
-            assert!((1..=crate::search::MAX_QUERY_CHARS).contains(&length));
+            assert!((1..=server::search::MAX_QUERY_CHARS).contains(&length));
             assert_eq!(clean_query(&cleaned).ok().as_deref(), Some(&*cleaned));
             let normalised = cache::normalise(&cleaned);
-            assert!(normalised.chars().count() <= crate::search::MAX_QUERY_CHARS);
+            assert!(normalised.chars().count() <= server::search::MAX_QUERY_CHARS);
             assert!(
                 is_tidy(&normalised),
                 "untidy normalised query {normalised:?}"
@@ -66,7 +67,7 @@ pub fn query(data: &[u8]) {
             "{raw:?} refused as empty"
         ),
         Err(SearchError::QueryTooLong(length)) => {
-            assert!(length > crate::search::MAX_QUERY_CHARS)
+            assert!(length > server::search::MAX_QUERY_CHARS)
         }
         Err(other) => panic!("clean_query failed with {other}"),
     }
@@ -188,7 +189,7 @@ pub fn cookies(data: &[u8]) {
     }
 
     // The network: X-Forwarded-For counts only behind a proxy, and then only its last entry.
-    const PREFIX: u8 = crate::accounts::network::DEFAULT_IPV6_PREFIX;
+    const PREFIX: u8 = server::accounts::network::DEFAULT_IPV6_PREFIX;
     let mut headers = HeaderMap::new();
     if let Ok(value) = HeaderValue::from_str(forwarded) {
         headers.insert("x-forwarded-for", value);
@@ -238,7 +239,7 @@ pub fn webhook(data: &[u8]) {
                 .collect();
             let carries_our_mac = entries.iter().filter(|(k, _)| *k == "t").any(|(_, t)| {
                 t.parse::<i64>().is_ok_and(|t| {
-                    let signed = crate::fakes::stripe::sign(payload, WEBHOOK_SECRET, t);
+                    let signed = fakes::stripe::sign(payload, WEBHOOK_SECRET, t);
                     let mac = signed.rsplit("v1=").next().expect("sign writes v1=");
                     entries
                         .iter()
@@ -249,7 +250,7 @@ pub fn webhook(data: &[u8]) {
         }
         return;
     }
-    let signature = crate::fakes::stripe::sign(&text, WEBHOOK_SECRET, now);
+    let signature = fakes::stripe::sign(&text, WEBHOOK_SECRET, now);
     match webhook::read_delivery(WEBHOOK_SECRET, &text, &signature, Some(now)) {
         Ok(_) | Err(Rejected::Unparsable(_)) => {}
         Err(Rejected::Signature(error)) => panic!("our own signature refused: {error}"),
@@ -259,9 +260,12 @@ pub fn webhook(data: &[u8]) {
         webhook::read_delivery(WEBHOOK_SECRET, &tampered, &signature, Some(now)),
         Err(Rejected::Signature(_))
     ));
-    let stale = crate::fakes::stripe::sign(&text, WEBHOOK_SECRET, now - 3600);
+    let stale = fakes::stripe::sign(&text, WEBHOOK_SECRET, now - 3600);
     assert!(matches!(
         webhook::read_delivery(WEBHOOK_SECRET, &text, &stale, Some(now)),
         Err(Rejected::Signature(_))
     ));
 }
+
+#[cfg(test)]
+mod replay;

@@ -98,11 +98,7 @@ impl Shared {
         inner.next_id += 1;
         let mut random = [0u8; 6];
         getrandom::fill(&mut random).expect("the OS random source");
-        format!(
-            "{prefix}_test_{}{}",
-            inner.next_id,
-            crate::catalog::document::hex(&random)
-        )
+        format!("{prefix}_test_{}{}", inner.next_id, hex(&random))
     }
 }
 
@@ -531,10 +527,7 @@ async fn deliver(shared: &Arc<Shared>, kind: &str, object: Value) -> Option<u16>
 pub fn sign(payload: &str, secret: &str, timestamp: i64) -> String {
     let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("any key length");
     mac.update(format!("{timestamp}.{payload}").as_bytes());
-    format!(
-        "t={timestamp},v1={}",
-        crate::catalog::document::hex(&mac.finalize().into_bytes())
-    )
+    format!("t={timestamp},v1={}", hex(&mac.finalize().into_bytes()))
 }
 
 /// Stripe objects and events in the shape of API version 2026-09-30 (what async-stripe 1.0
@@ -631,4 +624,9 @@ pub mod events {
             "total": 500,
         })
     }
+}
+
+/// Lower-case hex digits of `bytes`, as Stripe writes signatures.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
