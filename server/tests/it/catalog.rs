@@ -3,7 +3,10 @@
 
 use crate::common::{MOB_PSYCHO_III, MODEL, document, shared_catalog};
 
-use server::catalog::{self, Media, import};
+use server::{
+    catalog::{self, Media, import},
+    search,
+};
 use sqlx::PgPool;
 
 /// Transaction ids of the last write to every row: unchanged means nothing was written.
@@ -36,6 +39,7 @@ async fn demo_catalog_loads_once_and_reloading_changes_nothing(pool: PgPool) {
     );
 
     let before = row_versions(&pool).await;
+    let version = search::cache::catalog_version(&pool).await.unwrap();
     let again = catalog::ingest(&pool, &demo, false, MODEL, None)
         .await
         .unwrap();
@@ -47,6 +51,11 @@ async fn demo_catalog_loads_once_and_reloading_changes_nothing(pool: PgPool) {
         row_versions(&pool).await,
         before,
         "a no-change ingest wrote rows"
+    );
+    // ...so the results cache stays valid.
+    assert_eq!(
+        search::cache::catalog_version(&pool).await.unwrap(),
+        version
     );
 }
 
@@ -83,12 +92,25 @@ async fn a_changed_entry_is_updated_and_only_its_documents_rebuilt(pool: PgPool)
         .expect("a standalone anime in the demo");
     standalone.genres.push("Mystery".into());
     let id = standalone.id;
+    // Another mystery: one more anime carries its genre, so its theme vector weighs it less.
+    let themes_of_another_mystery = || async {
+        sqlx::query_scalar::<_, String>(
+            "SELECT d.themes::text FROM documents d JOIN anime a ON a.id = d.anime_id
+             WHERE 'Mystery' = ANY(a.genres) AND a.id <> $1 ORDER BY a.id LIMIT 1",
+        )
+        .bind(id)
+        .fetch_one(&pool)
+        .await
+        .unwrap()
+    };
+    let before = themes_of_another_mystery().await;
     let report = catalog::ingest(&pool, &demo, false, MODEL, None)
         .await
         .unwrap();
     assert_eq!(report.load.updated, 1);
     assert_eq!(report.documents.documents_written, 1);
     assert!(document(&pool, id).await.contains("Mystery"));
+    assert_ne!(themes_of_another_mystery().await, before);
 }
 
 #[sqlx::test(migrations = "../migrations")]
