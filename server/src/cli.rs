@@ -53,7 +53,7 @@ pub enum Command {
     Eval(EvalArgs),
     /// Measure search latency per stage, similar-to and ingest throughput on the catalog in the
     /// database.
-    Bench(crate::search::bench::BenchArgs),
+    Bench(crate::quality::bench::BenchArgs),
     /// Manage the embedded PostgreSQL (used when DATABASE_URL is not set).
     Db {
         #[command(subcommand)]
@@ -182,12 +182,12 @@ pub async fn run(cli: Cli) -> Result<()> {
         }
         Command::Eval(args) => eval(&config, args).await,
         Command::Bench(args) => {
-            if let Some(crate::search::bench::BenchOnly::Embed(embed_args)) = args.only {
-                return crate::search::bench_embed::run(&config, embed_args).await;
+            if let Some(crate::quality::bench::BenchOnly::Embed(embed_args)) = args.only {
+                return crate::quality::bench_embed::run(&config, embed_args).await;
             }
             let pool = db::open(&config).await?;
             db::migrate(&pool).await?;
-            crate::search::bench::run(&config, pool, args).await
+            crate::quality::bench::run(&config, pool, args).await
         }
         Command::Document { id } => {
             let pool = db::open(&config).await?;
@@ -253,9 +253,9 @@ async fn ingest(config: &Config, args: IngestArgs) -> Result<()> {
         None => catalog::import::demo_catalog(),
     };
     if let Some(target) = args.subset {
-        let mut keep = crate::search::eval::EvalSet::bundled()?.ids();
+        let mut keep = crate::quality::eval::EvalSet::bundled()?.ids();
         for path in &args.subset_cases {
-            keep.extend(crate::search::eval::EvalSet::from_file(path)?.ids());
+            keep.extend(crate::quality::eval::EvalSet::from_file(path)?.ids());
         }
         media = catalog::franchise::subset(&media, &keep, target);
         println!("subset: {} anime", media.len());
@@ -295,7 +295,10 @@ pub async fn embed_documents(
 }
 
 async fn eval(config: &Config, args: EvalArgs) -> Result<()> {
-    use crate::search::{SearchEngine, embedder, eval};
+    use crate::{
+        quality::eval,
+        search::{SearchEngine, embedder},
+    };
     let pool = db::open(config).await?;
     db::migrate(&pool).await?;
     let engine = SearchEngine::new(pool, embedder::from_config(config)?)

@@ -13,6 +13,7 @@ pub mod http;
 pub mod metrics;
 pub mod openai;
 pub mod pypi;
+pub mod quality;
 pub mod quota;
 pub mod search;
 pub mod startup;

@@ -9,13 +9,9 @@
 //! ([`rerank`]) and adds what a page shows; "similar to" reads an anime's stored vector
 //! ([`vector::similar`]). Every stage is timed under the names `bench` and `eval` print.
 
-pub mod bench;
-pub mod bench_embed;
 pub mod cache;
 pub mod e5;
 pub mod embedder;
-pub mod eval;
-pub mod facets;
 pub mod filters;
 pub mod fusion;
 pub mod lexical;
@@ -94,8 +90,8 @@ pub struct Retrieval {
     /// What the vector branch found, best first; empty when the query had no vector.
     pub vector: Vec<vector::VectorHit>,
     pub fused: Vec<Fused>,
-    /// The query's vectors, when embedding worked.
-    pub query_vectors: Option<vector::QueryVectors>,
+    /// The query's vector, when embedding worked.
+    pub query_vector: Option<Vec<f32>>,
     /// The English reading of a Spanish query, when it was translated.
     pub translation: Option<String>,
     /// The translator was there but failed or ran out of time (a degraded page: not cached).
@@ -111,8 +107,8 @@ struct VectorBranch {
     search: Duration,
 }
 
-/// The vector branch's hits, best first, and the query vectors that found them.
-type VectorHits = (Vec<vector::VectorHit>, Option<vector::QueryVectors>);
+/// The vector branch's hits, best first, and the query vector that found them.
+type VectorHits = (Vec<vector::VectorHit>, Option<Vec<f32>>);
 
 /// Time each fallible stage may take before the pipeline goes on without it.
 #[derive(Debug, Clone, Copy)]
@@ -274,7 +270,7 @@ impl SearchEngine {
     }
 
     /// Steps 1–3 of the pipeline. When the query cannot be embedded the lexical branch alone
-    /// answers (`query_vectors` is `None`).
+    /// answers (`query_vector` is `None`).
     pub async fn retrieve(&self, raw: &str, filters: &Filters) -> Result<Retrieval, SearchError> {
         // Every stage reads the normalised text the results cache is keyed by, so two queries
         // that share a key always get the same page.
@@ -342,9 +338,8 @@ impl SearchEngine {
 
     /// The vector branch: the query as typed and, for a Spanish one, its English reading are
     /// embedded (each may come from the cache; either alone will do) and their mean direction
-    /// walks the indexes, with the facets of the English reading (else of the query as typed),
-    /// embedded at the same time. Returns the hits and the vectors used (no hits and no vectors
-    /// when the query could not be embedded), the embedding time and the search time.
+    /// walks the indexes. Returns the hits and the vector used (no hits and no vector when
+    /// nothing could be embedded), the embedding time and the search time.
     async fn vector_branch(
         &self,
         query: &str,
@@ -352,17 +347,12 @@ impl SearchEngine {
         filters: &Filters,
     ) -> VectorBranch {
         let began = Instant::now();
-        let facet_texts = facets::facets(english.unwrap_or(query));
-        let (typed, translated, facet_vectors) = tokio::join!(
-            self.query_vector(query),
-            async {
-                match english {
-                    Some(english) => self.query_vector(english).await,
-                    None => Ok(None),
-                }
-            },
-            futures_util::future::join_all(facet_texts.iter().map(|f| self.query_vector(f)))
-        );
+        let (typed, translated) = tokio::join!(self.query_vector(query), async {
+            match english {
+                Some(english) => self.query_vector(english).await,
+                None => Ok(None),
+            }
+        });
         let embed = began.elapsed();
         let unsearched = |outcome| VectorBranch {
             outcome,
@@ -375,31 +365,18 @@ impl SearchEngine {
             (Ok(Some(one)), Ok(None)) | (Ok(None), Ok(Some(one))) => one,
             (Ok(None), Ok(None)) => return unsearched(Ok((Vec::new(), None))),
         };
-        // A facet that could not be embedded is left out; the query's own vector still searches.
-        let mut facets = Vec::with_capacity(facet_vectors.len());
-        for facet in facet_vectors {
-            match facet {
-                Ok(Some(vector)) => facets.push(vector),
-                Ok(None) => {}
-                Err(error) => return unsearched(Err(error)),
-            }
-        }
-        let vectors = vector::QueryVectors {
-            query: vector,
-            facets,
-        };
         let began = Instant::now();
         let hits = vector::search(
             &self.reads,
             self.embedder.model(),
-            &vectors,
+            &vector,
             filters,
             BRANCH_LIMIT,
         )
         .instrument(tracing::info_span!("vector"))
         .await;
         VectorBranch {
-            outcome: hits.map(|h| (h, Some(vectors))).map_err(SearchError::from),
+            outcome: hits.map(|h| (h, Some(vector))).map_err(SearchError::from),
             embed,
             search: began.elapsed(),
         }
@@ -432,7 +409,7 @@ impl SearchEngine {
         let ((lexical, lexical_time), semantic) = tokio::join!(lexical, semantic);
         let lexical = lexical?;
         let (embed_time, vector_time) = (semantic.embed, semantic.search);
-        let (vector, query_vectors) = semantic.outcome?;
+        let (vector, query_vector) = semantic.outcome?;
 
         let began = Instant::now();
         let lexical_ids: Vec<i32> = lexical.iter().map(|hit| hit.anime_id).collect();
@@ -443,7 +420,7 @@ impl SearchEngine {
             lexical,
             vector,
             fused,
-            query_vectors,
+            query_vector,
             translation,
             translation_failed,
             times: StageTimes {
@@ -485,7 +462,7 @@ impl SearchEngine {
         let candidates = rerank::candidates(
             &self.reads,
             self.embedder.model(),
-            retrieval.query_vectors.as_ref(),
+            retrieval.query_vector.as_deref(),
             &retrieval.fused,
             &retrieval.lexical,
             &retrieval.vector,
@@ -502,7 +479,7 @@ impl SearchEngine {
         let results = SearchResults {
             query,
             hits,
-            semantic: retrieval.query_vectors.is_some(),
+            semantic: retrieval.query_vector.is_some(),
             ranking,
             reranker: self.reranker.name(),
             cached: false,

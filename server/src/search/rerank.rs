@@ -97,7 +97,7 @@ struct CandidateFacts {
 pub async fn candidates(
     pool: &PgPool,
     model: &str,
-    query_vectors: Option<&vector::QueryVectors>,
+    query_vector: Option<&[f32]>,
     fused: &[Fused],
     lexical: &[LexicalHit],
     vector_hits: &[vector::VectorHit],
@@ -109,14 +109,14 @@ pub async fn candidates(
         .filter(|hit| ids.contains(&hit.anime_id))
         .map(|hit| (hit.anime_id, *hit))
         .collect();
-    if let Some(query_vectors) = query_vectors {
+    if let Some(query_vector) = query_vector {
         let missing: Vec<i32> = ids
             .iter()
             .copied()
             .filter(|id| !evidence.contains_key(id))
             .collect();
         if !missing.is_empty() {
-            for hit in vector::evidence(pool, model, query_vectors, &missing).await? {
+            for hit in vector::evidence(pool, model, query_vector, &missing).await? {
                 evidence.insert(hit.anime_id, hit);
             }
         }

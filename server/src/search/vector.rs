@@ -72,66 +72,30 @@ pub fn passage_search_sql(model: &str) -> Result<String, VectorError> {
     walk_sql(model, "passage_embeddings")
 }
 
-/// The facet walks of [`search`], one round trip: for each vector of `$1` (an array), the
-/// passages nearest it, `$2` each. The lateral walk reaches the HNSW index per facet.
-pub fn facet_search_sql(model: &str) -> Result<String, VectorError> {
-    let (name, dimension) = index_terms(model)?;
-    Ok(format!(
-        "SELECT w.anime_id FROM unnest($1::vector[]) AS f(v)
-         CROSS JOIN LATERAL (
-             SELECT e.anime_id
-             FROM passage_embeddings e JOIN anime a ON a.id = e.anime_id
-             WHERE e.model = '{name}' {filters}
-             ORDER BY e.embedding::vector({dimension}) <=> f.v::vector({dimension})
-             LIMIT $2
-         ) w",
-        filters = filters::sql(3)
-    ))
-}
-
 /// Passages the passage walk takes (several may belong to one anime): pgvector's `ef_search`
 /// of [`INDEX_SETTINGS`], so the walk is one pass of the index.
 pub const PASSAGE_POOL: usize = 100;
-/// Passages each facet's walk takes, and the walk's `ef_search` ([`FACET_SETTINGS`]): a facet
-/// only has to bring the anime it says most about. 20 of 40 found what 50 of 100 found on both
-/// evaluation sets, at less than half the cost; 10 of 20 lost recall.
-pub const FACET_POOL: usize = 20;
-const FACET_SETTINGS: &str = "SELECT set_config('hnsw.ef_search', '40', true)";
-/// Weight of the mean facet cosine (see [`VectorHit::score`]). Measured on both evaluation sets
-/// (`docs/measurements.md`): 0.5 and 1 gained about the same; 1.5 and 2 lost the brief's example.
-const FACET_WEIGHT: f64 = 1.0;
+/// Weight of the nearest passage's cosine against the document's: a passage is one sentence
+/// window, so its match is the more specific evidence. Measured on both evaluation sets (vector
+/// branch alone, recall@20): 1 gave 0.88 and 0.68, 1.5 0.90 and 0.69, 2 0.90 and 0.70, 3 0.88
+/// and 0.70.
+const PASSAGE_WEIGHT: f64 = 2.0;
 /// Weight of the popularity prior, log10(AniList members) / 6 (0 to about 1). Of two anime that
 /// fit a description about as well, people mostly mean the one they have heard of: e5's cosines
 /// crowd within a few hundredths, and without it obscure titles whose synopses happen to share
-/// the query's words fill the list. 0.05, 0.1 and 0.2 were measured; 0.2 lost on both sets.
+/// the query's words fill the list. 0.05, 0.1 and 0.2 were measured (`docs/measurements.md`);
+/// 0.2 lost on both sets.
 const POPULARITY_WEIGHT: f64 = 0.1;
 
 /// Changes whenever the vector branch's SQL, settings or weights do (part of the results
 /// cache's pipeline fingerprint).
 pub fn fingerprint(model: &str) -> String {
-    let sql = [
-        search_sql,
-        passage_search_sql,
-        facet_search_sql,
-        evidence_sql,
-    ]
-    .iter()
-    .map(|sql| sql(model).unwrap_or_default())
-    .collect::<Vec<_>>()
-    .join("|");
-    format!(
-        "{sql}|{INDEX_SETTINGS}|{FACET_SETTINGS}|{PASSAGE_POOL}|{FACET_POOL}|{FACET_WEIGHT}|{POPULARITY_WEIGHT}|{}|{}",
-        super::facets::MAX_FACETS,
-        super::facets::fingerprint(),
-    )
-}
-
-/// What the vector branch asks with: the query's vector and its facets' vectors
-/// ([`super::facets`]).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct QueryVectors {
-    pub query: Vec<f32>,
-    pub facets: Vec<Vec<f32>>,
+    let sql = [search_sql, passage_search_sql, evidence_sql]
+        .iter()
+        .map(|sql| sql(model).unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("|");
+    format!("{sql}|{INDEX_SETTINGS}|{PASSAGE_POOL}|{PASSAGE_WEIGHT}|{POPULARITY_WEIGHT}")
 }
 
 /// An anime the vector branch found, with the evidence it was scored by.
@@ -144,11 +108,8 @@ pub struct VectorHit {
     pub passage: Option<f64>,
     /// Which passage that is (1-based, as `documents.passages` is indexed).
     pub passage_index: Option<i32>,
-    /// The mean over the query's facets of each facet's nearest-passage cosine; `None` without
-    /// facets or passages.
-    pub facets: Option<f64>,
-    /// What the branch orders by: document + passage (the document again without passages) +
-    /// [`FACET_WEIGHT`] × facets (the passage cosine again without facets) + the popularity prior.
+    /// What the branch orders by: document + [`PASSAGE_WEIGHT`] × passage (the document again
+    /// without passages) + the popularity prior.
     pub score: f64,
 }
 
@@ -166,33 +127,26 @@ struct EvidenceRow {
     document: Option<f64>,
     passage: Option<f64>,
     passage_index: Option<i32>,
-    facets: Option<f64>,
 }
 
 /// The SQL of [`evidence`]: for each id of `$2`, the cosine of the query `$1` to its document
-/// vector and to its nearest passage (and which), the mean over facet vectors `$3` of each one's
-/// nearest-passage cosine, and its popularity. Exact: a few hundred candidates of a few passages.
+/// vector and to its nearest passage (and which), and its popularity. Exact: a few hundred
+/// candidates of a few passages each.
 fn evidence_sql(model: &str) -> Result<String, VectorError> {
     let (name, dimension) = index_terms(model)?;
-    let distance =
-        |v: &str| format!("p.embedding::vector({dimension}) <=> {v}::vector({dimension})");
     Ok(format!(
         "SELECT a.id AS anime_id, coalesce(a.popularity, 0) AS popularity,
                 1 - (SELECT e.embedding::vector({dimension}) <=> $1::vector({dimension})
                      FROM embeddings e WHERE e.anime_id = a.id AND e.model = '{name}') AS document,
-                1 - nearest.distance AS passage, nearest.passage AS passage_index,
-                (SELECT avg(1 - (SELECT min({facet}) FROM passage_embeddings p
-                                 WHERE p.anime_id = a.id AND p.model = '{name}'))
-                 FROM unnest($3::vector[]) AS f(v)) AS facets
+                1 - nearest.distance AS passage, nearest.passage AS passage_index
          FROM anime a
          LEFT JOIN LATERAL (
-             SELECT p.passage, {query} AS distance FROM passage_embeddings p
+             SELECT p.passage, {distance} AS distance FROM passage_embeddings p
              WHERE p.anime_id = a.id AND p.model = '{name}'
-             ORDER BY {query}, p.passage LIMIT 1
+             ORDER BY {distance}, p.passage LIMIT 1
          ) nearest ON true
          WHERE a.id = ANY($2)",
-        query = distance("$1"),
-        facet = distance("f.v"),
+        distance = format!("p.embedding::vector({dimension}) <=> $1::vector({dimension})"),
     ))
 }
 
@@ -200,18 +154,12 @@ fn evidence_sql(model: &str) -> Result<String, VectorError> {
 pub async fn evidence(
     pool: &PgPool,
     model: &str,
-    query: &QueryVectors,
+    vector: &[f32],
     ids: &[i32],
 ) -> Result<Vec<VectorHit>, VectorError> {
-    let facets: Vec<pgvector::Vector> = query
-        .facets
-        .iter()
-        .map(|v| pgvector::Vector::from(v.clone()))
-        .collect();
     let rows = sqlx::query_as::<_, EvidenceRow>(&evidence_sql(model)?)
-        .bind(pgvector::Vector::from(query.query.clone()))
+        .bind(pgvector::Vector::from(vector.to_vec()))
         .bind(ids)
-        .bind(facets)
         .fetch_all(pool)
         .await?;
     Ok(rows.into_iter().filter_map(scored).collect())
@@ -227,29 +175,25 @@ fn scored(row: EvidenceRow) -> Option<VectorHit> {
         document,
         passage: row.passage,
         passage_index: row.passage_index,
-        facets: row.facets,
-        score: document
-            + passage
-            + FACET_WEIGHT * row.facets.unwrap_or(passage)
-            + POPULARITY_WEIGHT * known,
+        score: document + PASSAGE_WEIGHT * passage + POPULARITY_WEIGHT * known,
     })
 }
 
-/// Up to `limit` anime for `query`, best first (ties by id), with their evidence.
+/// Up to `limit` anime for `vector`, best first (ties by id), with their evidence.
 ///
-/// Candidates come from HNSW walks over document vectors, over passage vectors, and over passage
-/// vectors once per facet, so an anime whose one matching sentence is drowned in its document's
-/// single vector is still found. Each candidate is then scored exactly ([`VectorHit::score`]):
-/// measured on both evaluation sets, document and passage cosines each alone rank worse than
-/// their sum, and the facets and the popularity prior each added to it.
+/// Candidates come from two HNSW walks, over document vectors and over passage vectors, so an
+/// anime whose one matching sentence is drowned in its document's single vector is still found.
+/// Each candidate is then scored exactly ([`VectorHit::score`]): measured on both evaluation
+/// sets, document and passage cosines each alone rank worse than their sum, and the popularity
+/// prior added to it.
 pub async fn search(
     pool: &PgPool,
     model: &str,
-    query: &QueryVectors,
+    vector: &[f32],
     filters: &Filters,
     limit: usize,
 ) -> Result<Vec<VectorHit>, VectorError> {
-    let bound = pgvector::Vector::from(query.query.clone());
+    let bound = pgvector::Vector::from(vector.to_vec());
     let mut tx = pool.begin().await?;
     sqlx::query(INDEX_SETTINGS).execute(&mut *tx).await?;
     let mut found: Vec<Found> = Vec::new();
@@ -257,29 +201,20 @@ pub async fn search(
         (search_sql(model)?, limit),
         (passage_search_sql(model)?, PASSAGE_POOL),
     ] {
+        // Planned with its values each time (an unnamed statement): after a few runs of a
+        // prepared statement PostgreSQL may switch to a generic plan, which cannot see the LIMIT
+        // and sorts every row instead of walking the index (measured: 57 ms against 4 ms).
         let walk = sqlx::query_as::<_, Found>(&sql)
+            .persistent(false)
             .bind(&bound)
             .bind(take as i64);
-        found.extend(filters::bind(walk, filters).fetch_all(&mut *tx).await?);
-    }
-    if !query.facets.is_empty() {
-        let facets: Vec<pgvector::Vector> = query
-            .facets
-            .iter()
-            .map(|v| pgvector::Vector::from(v.clone()))
-            .collect();
-        let sql = facet_search_sql(model)?;
-        sqlx::query(FACET_SETTINGS).execute(&mut *tx).await?;
-        let walk = sqlx::query_as::<_, Found>(&sql)
-            .bind(facets)
-            .bind(FACET_POOL as i64);
         found.extend(filters::bind(walk, filters).fetch_all(&mut *tx).await?);
     }
     tx.commit().await?;
     let mut found: Vec<i32> = found.into_iter().map(|f| f.anime_id).collect();
     found.sort_unstable();
     found.dedup();
-    let mut hits = evidence(pool, model, query, &found).await?;
+    let mut hits = evidence(pool, model, vector, &found).await?;
     hits.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)
@@ -460,7 +395,9 @@ pub(crate) async fn similar_candidates(
     };
     let mut tx = pool.begin().await?;
     sqlx::query(settings).execute(&mut *tx).await?;
+    // An unnamed statement, like the search walks: a generic plan would not walk the indexes.
     let rows = sqlx::query_as::<_, SimilarRow>(&similar_sql(model)?)
+        .persistent(false)
         .bind(id)
         .bind(exclude_franchise)
         .bind(SIMILAR_TEXT_POOL as i64)
@@ -531,32 +468,29 @@ pub async fn similar(
 mod tests {
     use super::*;
 
-    fn row(anime_id: i32, document: f64, passage: Option<f64>, facets: Option<f64>) -> EvidenceRow {
+    fn row(anime_id: i32, document: f64, passage: Option<f64>) -> EvidenceRow {
         EvidenceRow {
             anime_id,
             popularity: 0,
             document: Some(document),
             passage,
             passage_index: passage.map(|_| 1),
-            facets,
         }
     }
 
     #[test]
-    fn a_matching_passage_and_facets_lift_an_anime_above_a_closer_document() {
-        let close = scored(row(1, 0.80, Some(0.75), Some(0.70))).unwrap();
-        let said = scored(row(2, 0.75, Some(0.90), Some(0.85))).unwrap();
+    fn a_matching_passage_lifts_an_anime_above_a_closer_document() {
+        let close = scored(row(1, 0.80, Some(0.75))).unwrap();
+        let said = scored(row(2, 0.75, Some(0.90))).unwrap();
         assert!(said.score > close.score);
-        // Without passages the document stands in for them; without facets, the passage.
-        let bare = scored(row(3, 0.78, None, None)).unwrap();
+        // Without passages the document stands in for them.
+        let bare = scored(row(3, 0.78, None)).unwrap();
         assert!((bare.score - 3.0 * 0.78).abs() < 1e-9);
-        let unfaceted = scored(row(4, 0.78, Some(0.80), None)).unwrap();
-        assert!((unfaceted.score - (0.78 + 2.0 * 0.80)).abs() < 1e-9);
         // No document vector yet: not a hit.
         assert!(
             scored(EvidenceRow {
                 document: None,
-                ..row(5, 0.0, None, None)
+                ..row(5, 0.0, None)
             })
             .is_none()
         );
@@ -564,10 +498,10 @@ mod tests {
 
     #[test]
     fn the_better_known_of_two_equal_matches_ranks_first() {
-        let obscure = scored(row(1, 0.80, Some(0.80), None)).unwrap();
+        let obscure = scored(row(1, 0.80, Some(0.80))).unwrap();
         let known = scored(EvidenceRow {
             popularity: 300_000,
-            ..row(2, 0.80, Some(0.80), None)
+            ..row(2, 0.80, Some(0.80))
         })
         .unwrap();
         assert!(known.score > obscure.score);

@@ -444,10 +444,6 @@ async fn a_sentence_deep_in_a_synopsis_is_found_through_its_passage(pool: PgPool
         Some(&id),
         "passage {sentence:?}: {nearest:?}"
     );
-    let query = vector::QueryVectors {
-        query,
-        facets: Vec::new(),
-    };
     let served = vector::search(&pool, MODEL, &query, &Filters::default(), 5)
         .await
         .unwrap();
@@ -843,7 +839,7 @@ async fn query_vectors_are_cached_per_model(pool: PgPool) {
         "the second embedding came from the cache"
     );
     assert_eq!(
-        again.query_vectors.map(|v| v.query.len()),
+        again.query_vector.map(|v| v.len()),
         Some(EMBEDDING_DIMENSION)
     );
     let models: Vec<String> = sqlx::query_scalar("SELECT model FROM query_embedding_cache")
@@ -851,47 +847,6 @@ async fn query_vectors_are_cached_per_model(pool: PgPool) {
         .await
         .unwrap();
     assert_eq!(models, ["text-embedding-3-small"]);
-}
-
-/// Two sentences of one synopsis asked as facets of a query that itself says nothing about it:
-/// the facet walks bring that anime and the facet evidence puts it first.
-#[sqlx::test(migrations = "../migrations")]
-async fn facets_find_an_anime_each_of_whose_sentences_answers_one(pool: PgPool) {
-    let engine = demo_engine(&pool).await;
-    let (id, first, second, title): (i32, String, String, String) = sqlx::query_as(
-        "SELECT d.anime_id, d.passages[1], d.passages[2], coalesce(a.title_romaji, a.title_english)
-         FROM documents d JOIN anime a ON a.id = d.anime_id WHERE cardinality(d.passages) >= 3
-         ORDER BY cardinality(d.passages) DESC, d.anime_id LIMIT 1",
-    )
-    .fetch_one(&pool)
-    .await
-    .unwrap();
-    let mut facets = Vec::new();
-    for passage in [&first, &second] {
-        let sentence = passage.strip_prefix(&format!("{title}: ")).unwrap();
-        facets.push(engine.embedder().embed_query(sentence).await.unwrap());
-    }
-    let unrelated = engine
-        .embedder()
-        .embed_query("a cooking contest between rival bakeries")
-        .await
-        .unwrap();
-    let search = |facets: Vec<Vec<f32>>| {
-        let query = vector::QueryVectors {
-            query: unrelated.clone(),
-            facets,
-        };
-        let pool = pool.clone();
-        async move {
-            vector::search(&pool, MODEL, &query, &Filters::default(), 5)
-                .await
-                .unwrap()
-        }
-    };
-    assert!(!ids(&search(Vec::new()).await).contains(&id));
-    let faceted = search(facets).await;
-    assert_eq!(ids(&faceted).first(), Some(&id), "{faceted:?}");
-    assert!(faceted[0].facets.is_some_and(|f| f > 0.9), "{faceted:?}");
 }
 
 /// What a language-model reranker reads of a sequel starts from its franchise's premise (the

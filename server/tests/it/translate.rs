@@ -82,7 +82,7 @@ async fn a_broken_apertium_leaves_the_query_as_typed(pool: PgPool) {
         .unwrap();
     assert_eq!(retrieval.translation, None);
     assert!(retrieval.translation_failed);
-    assert!(retrieval.query_vectors.is_some());
+    assert!(retrieval.query_vector.is_some());
     assert!(!retrieval.fused.is_empty());
     // A page made without its translation is degraded: served, not kept in the cache.
     for _ in 0..2 {

@@ -4,25 +4,28 @@
 //!
 //! - `lexical`: the lexical branch alone;
 //! - `vector`: the vector branch alone;
-//! - `rrf`: both fused by reciprocal rank fusion (what search serves);
+//! - `rrf`: both fused by reciprocal rank fusion;
 //! - `seed-001`: the seed system's method, the lexical top 50 re-scored 50/50 by lexical score
 //!   (divided by the best) and cosine similarity;
-//! - `rrf+local`: the fused top 50 reordered by the local reranker, always;
+//! - `rrf+local`: the fused top 25 reordered by the local reranker, always;
 //! - `served`: what search serves without a key: `rrf+local` (the local reranker never skips;
 //!   the LLM reranker skips when the fused top result leads by [`CONFIDENT_MARGIN`], and the
 //!   report counts the cases that skip would keep and whether their fused #1 was right);
-//! - `rrf+llm`: with `--llm-rerank`, the LLM reranker (against the fake OpenAI server when no
-//!   key is set: that measures the plumbing, not a model).
+//! - `rrf+llm`: with `--llm-rerank`, the LLM reranker at the configured endpoint
+//!   (`scripts/eval-llm-fake` points it at `fakes openai`: that measures the plumbing, not a
+//!   model).
 //!
 //! Metrics per method: hit@5 (an expected anime in the top 5), MRR (1 / rank of the first
-//! expected anime, 0 when absent) and recall@25 (share of the expected anime in the top 25).
+//! expected anime, 0 when absent) and recall@20 and @25 (share of the expected anime in the top
+//! 20 or 25). More case files (`--cases`, JSONL or this JSON shape) are scored apart, one report
+//! each.
 
 use std::collections::BTreeMap;
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use super::{
+use crate::search::{
     CONFIDENT_MARGIN, SearchEngine, fused_margin,
     lexical::LexicalHit,
     rerank::{self, Candidate, LocalReranker, Reranker, Weights},
@@ -504,14 +507,14 @@ async fn rank_text_case(
     let lexical: Vec<i32> = retrieval.lexical.iter().map(|hit| hit.anime_id).collect();
     let vector_ids: Vec<i32> = retrieval.vector.iter().map(|hit| hit.anime_id).collect();
     let fused: Vec<i32> = retrieval.fused.iter().map(|f| f.anime_id).collect();
-    let seed = match &retrieval.query_vectors {
-        Some(v) => seed_001(engine, model, &v.query, &retrieval.lexical).await?,
+    let seed = match &retrieval.query_vector {
+        Some(v) => seed_001(engine, model, v, &retrieval.lexical).await?,
         None => lexical.clone(),
     };
     let candidates = rerank::candidates(
         engine.pool(),
         model,
-        retrieval.query_vectors.as_ref(),
+        retrieval.query_vector.as_deref(),
         &retrieval.fused,
         &retrieval.lexical,
         &retrieval.vector,

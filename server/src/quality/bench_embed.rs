@@ -14,9 +14,11 @@ use serde::Serialize;
 
 use super::{
     bench::{Percentiles, percentiles},
+    eval::EvalSet,
+};
+use crate::search::{
     e5::{self, Kind, candle::CandleE5},
     embedder::LOCAL_PASSAGE_TOKENS,
-    eval::EvalSet,
 };
 use crate::{catalog, config::Config};
 
@@ -235,7 +237,7 @@ fn throughput(
     embed: impl Fn(&str) -> Result<Vec<f32>> + Sync,
 ) -> Result<(f64, Vec<Vec<f32>>)> {
     let began = Instant::now();
-    let vectors = super::embedder::in_parallel(texts, workers, |text| embed(text))?;
+    let vectors = crate::search::embedder::in_parallel(texts, workers, |text| embed(text))?;
     Ok((texts.len() as f64 / began.elapsed().as_secs_f64(), vectors))
 }
 
