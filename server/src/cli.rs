@@ -303,37 +303,14 @@ async fn eval(config: &Config, args: EvalArgs) -> Result<()> {
     db::migrate(&pool).await?;
     let engine = SearchEngine::new(pool, embedder::from_config(config)?)
         .with_translator(config.translator());
-    let sets: Vec<(String, eval::EvalSet)> = if args.cases.is_empty() {
-        vec![(
-            "server/data/eval_cases.json".into(),
-            eval::EvalSet::bundled()?,
-        )]
-    } else {
-        args.cases
-            .iter()
-            .map(|path| Ok((path.display().to_string(), eval::EvalSet::from_file(path)?)))
-            .collect::<Result<_>>()?
-    };
+    let sets = eval_sets(&args.cases)?;
     anyhow::ensure!(
         args.floors.len() <= sets.len(),
         "{} floors files for {} case files",
         args.floors.len(),
         sets.len()
     );
-    let llm: Option<Box<dyn crate::search::rerank::Reranker>> = if !args.llm_rerank {
-        None
-    } else {
-        let key = config.openai_key().context(
-            "--llm-rerank needs OPENAI_API_KEY (with OPENAI_BASE_URL for another endpoint, such \
-             as `fakes openai`)",
-        )?;
-        Some(Box::new(crate::search::rerank::LlmReranker::new(
-            key,
-            config.openai_base_url.as_deref(),
-            &config.rerank_model,
-            std::time::Duration::from_millis(config.rerank_timeout_ms),
-        )))
-    };
+    let llm = eval_llm_reranker(config, args.llm_rerank)?;
     let mut reports = serde_json::Map::new();
     let mut failures = Vec::new();
     let mut fit_cases = Vec::new();
@@ -342,11 +319,7 @@ async fn eval(config: &Config, args: EvalArgs) -> Result<()> {
         fit_cases.push((name.clone(), std::mem::take(&mut report.fit_cases)));
         println!("\n## {name}\n\n{report}");
         if let Some(path) = args.floors.get(i) {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            let floors: eval::Floors = serde_json::from_str(&text)
-                .with_context(|| format!("parsing {}", path.display()))?;
-            let below = eval::below_floors(&report, &floors);
+            let below = eval::below_floors(&report, &eval::read_floors(path)?);
             if below.is_empty() {
                 println!("all floors in {} met", path.display());
             }
@@ -376,6 +349,41 @@ async fn eval(config: &Config, args: EvalArgs) -> Result<()> {
         failures.join("; ")
     );
     Ok(())
+}
+
+/// The case sets `server eval` scores, named by their file: the bundled set when none is given.
+fn eval_sets(paths: &[std::path::PathBuf]) -> Result<Vec<(String, crate::quality::eval::EvalSet)>> {
+    use crate::quality::eval::EvalSet;
+    if paths.is_empty() {
+        return Ok(vec![(
+            "server/data/eval_cases.json".into(),
+            EvalSet::bundled()?,
+        )]);
+    }
+    paths
+        .iter()
+        .map(|path| Ok((path.display().to_string(), EvalSet::from_file(path)?)))
+        .collect()
+}
+
+/// The LLM reranker `--llm-rerank` evaluates, at the configured endpoint.
+fn eval_llm_reranker(
+    config: &Config,
+    asked: bool,
+) -> Result<Option<Box<dyn crate::search::rerank::Reranker>>> {
+    if !asked {
+        return Ok(None);
+    }
+    let key = config.openai_key().context(
+        "--llm-rerank needs OPENAI_API_KEY (with OPENAI_BASE_URL for another endpoint, such as \
+         `fakes openai`)",
+    )?;
+    Ok(Some(Box::new(crate::search::rerank::LlmReranker::new(
+        key,
+        config.openai_base_url.as_deref(),
+        &config.rerank_model,
+        std::time::Duration::from_millis(config.rerank_timeout_ms),
+    ))))
 }
 
 async fn serve(config: Config) -> Result<()> {

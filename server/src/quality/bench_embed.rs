@@ -106,29 +106,8 @@ fn run_blocking(config: &Config, args: &EmbedBenchArgs) -> Result<()> {
         args.catalog.display()
     );
 
-    let query_times = |embed: &dyn Fn(&str) -> Result<Vec<f32>>| -> Result<Vec<Duration>> {
-        let mut times = Vec::new();
-        for round in 0..=args.rounds {
-            for query in &queries {
-                let began = Instant::now();
-                embed(query)?;
-                if round > 0 {
-                    times.push(began.elapsed());
-                }
-            }
-        }
-        Ok(times)
-    };
-    let query = percentiles(&query_times(&|q| {
-        served.embed(q, Kind::Query, served.max_tokens())
-    })?);
-    let baseline_query = percentiles(&query_times(&|q| baseline.embed(q, Kind::Query, 512))?);
-    let mut agreement = f64::INFINITY;
-    for q in &queries {
-        let a = served.embed(q, Kind::Query, served.max_tokens())?;
-        let b = baseline.embed(q, Kind::Query, 512)?;
-        agreement = agreement.min(cosine(&a, &b));
-    }
+    let (query, baseline_query, mut agreement) =
+        query_latencies(&served, &baseline, &queries, args.rounds)?;
 
     let served_docs = &documents[..args.documents.min(documents.len())];
     let baseline_docs = &documents[..args.baseline_documents.min(documents.len())];
@@ -148,14 +127,6 @@ fn run_blocking(config: &Config, args: &EmbedBenchArgs) -> Result<()> {
     for (a, b) in vectors.iter().zip(&baseline_vectors) {
         agreement = agreement.min(cosine(a, b));
     }
-    let tokens = |cut: usize| -> Result<f64> {
-        let mut total = 0usize;
-        for text in served_docs {
-            total += served.tokenizer().ids(text, Kind::Passage, cut)?.len();
-        }
-        Ok(total as f64 / served_docs.len().max(1) as f64)
-    };
-
     let report = Report {
         build,
         kernel: served.kernel().to_string(),
@@ -167,12 +138,60 @@ fn run_blocking(config: &Config, args: &EmbedBenchArgs) -> Result<()> {
         docs_per_s_512,
         baseline_docs_per_s,
         min_cosine_to_baseline: agreement,
-        mean_tokens: tokens(LOCAL_PASSAGE_TOKENS)?,
-        mean_tokens_512: tokens(512)?,
+        mean_tokens: mean_tokens(&served, served_docs, LOCAL_PASSAGE_TOKENS)?,
+        mean_tokens_512: mean_tokens(&served, served_docs, 512)?,
     };
     print_table(&report, served_docs.len(), baseline_docs.len());
-    if let Some(path) = &args.report {
-        crate::files::write_json(path, &report)?;
+    write_outputs(&report, args.report.as_deref())
+}
+
+/// Query latency of the served encoder and of the baseline (one warm-up round, then `rounds`),
+/// and the lowest cosine between their vectors of the same query.
+fn query_latencies(
+    served: &e5::Encoder,
+    baseline: &CandleE5,
+    queries: &[&str],
+    rounds: usize,
+) -> Result<(Percentiles, Percentiles, f64)> {
+    let times = |embed: &dyn Fn(&str) -> Result<Vec<f32>>| -> Result<Vec<Duration>> {
+        let mut times = Vec::new();
+        for round in 0..=rounds {
+            for query in queries {
+                let began = Instant::now();
+                embed(query)?;
+                if round > 0 {
+                    times.push(began.elapsed());
+                }
+            }
+        }
+        Ok(times)
+    };
+    let query = percentiles(&times(&|q| {
+        served.embed(q, Kind::Query, served.max_tokens())
+    })?);
+    let baseline_query = percentiles(&times(&|q| baseline.embed(q, Kind::Query, 512))?);
+    let mut agreement = f64::INFINITY;
+    for q in queries {
+        let a = served.embed(q, Kind::Query, served.max_tokens())?;
+        let b = baseline.embed(q, Kind::Query, 512)?;
+        agreement = agreement.min(cosine(&a, &b));
+    }
+    Ok((query, baseline_query, agreement))
+}
+
+/// Mean tokens per document when cut at `cut`.
+fn mean_tokens(served: &e5::Encoder, documents: &[String], cut: usize) -> Result<f64> {
+    let mut total = 0usize;
+    for text in documents {
+        total += served.tokenizer().ids(text, Kind::Passage, cut)?.len();
+    }
+    Ok(total as f64 / documents.len().max(1) as f64)
+}
+
+/// The JSON report (when asked for) and the one-line headline that ends the output.
+fn write_outputs(report: &Report, path: Option<&std::path::Path>) -> Result<()> {
+    if let Some(path) = path {
+        crate::files::write_json(path, report)?;
         println!("report written to {}", path.display());
     }
     let headline = Headline {

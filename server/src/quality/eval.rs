@@ -402,7 +402,6 @@ pub async fn run(
             skipped.push(case.id.clone());
             continue;
         }
-        let mut first_rank = BTreeMap::new();
         if let Some(source) = case.source {
             let ranking: Vec<i32> = vector::similar(pool, &model, source, true, 25)
                 .await?
@@ -410,10 +409,12 @@ pub async fn run(
                 .map(|hit| hit.anime_id)
                 .collect();
             similar.add(&ranking, &expected);
-            first_rank.insert("similar".to_string(), rank_of_first(&ranking, &expected));
             cases.push(CaseResult {
                 id: case.id.clone(),
-                first_rank,
+                first_rank: BTreeMap::from([(
+                    "similar".to_string(),
+                    rank_of_first(&ranking, &expected),
+                )]),
                 top: ranking.iter().take(5).copied().collect(),
             });
             continue;
@@ -426,28 +427,9 @@ pub async fn run(
         let (rankings, candidates) =
             rank_text_case(engine, &model, query, &expected, llm, &mut confident).await?;
         fit_cases.push((candidates, expected.clone()));
-        for (method, ranking) in METHODS
-            .iter()
-            .zip(rankings.by_method())
-            .filter_map(|(m, r)| Some((m, r?)))
-        {
-            let entry = sums.entry(method).or_default();
-            entry.0.add(ranking, &expected);
-            if case.lang == "es" {
-                entry.1.add(ranking, &expected);
-            } else {
-                entry.2.add(ranking, &expected);
-            }
-            entry
-                .3
-                .entry(case.kind.clone())
-                .or_default()
-                .add(ranking, &expected);
-            first_rank.insert(method.to_string(), rank_of_first(ranking, &expected));
-        }
         cases.push(CaseResult {
             id: case.id.clone(),
-            first_rank,
+            first_rank: tally(&mut sums, case, &rankings, &expected),
             top: rankings.served.iter().take(5).copied().collect(),
         });
     }
@@ -464,6 +446,37 @@ pub async fn run(
         similar: similar.metrics(),
         cases,
     })
+}
+
+/// Adds one text case's rankings to each method's sums (overall, by language, by kind) and
+/// returns the rank of its first expected anime per method.
+fn tally(
+    sums: &mut BTreeMap<&'static str, MethodSums>,
+    case: &Case,
+    rankings: &CaseRankings,
+    expected: &[i32],
+) -> BTreeMap<String, Option<usize>> {
+    let mut first_rank = BTreeMap::new();
+    for (method, ranking) in METHODS
+        .iter()
+        .zip(rankings.by_method())
+        .filter_map(|(m, r)| Some((*m, r?)))
+    {
+        let entry = sums.entry(method).or_default();
+        entry.0.add(ranking, expected);
+        if case.lang == "es" {
+            entry.1.add(ranking, expected);
+        } else {
+            entry.2.add(ranking, expected);
+        }
+        entry
+            .3
+            .entry(case.kind.clone())
+            .or_default()
+            .add(ranking, expected);
+        first_rank.insert(method.to_string(), rank_of_first(ranking, expected));
+    }
+    first_rank
 }
 
 /// What each method ranked for one text case, in [`METHODS`] order.
@@ -595,6 +608,13 @@ fn method_reports(sums: &BTreeMap<&str, MethodSums>) -> Vec<MethodReport> {
 /// Minimum scores per method (`similar` for the similar-to cases), as in
 /// `server/data/eval_floors_ci.json`.
 pub type Floors = BTreeMap<String, Metrics>;
+
+/// The floors in the JSON file at `path`.
+pub fn read_floors(path: &std::path::Path) -> Result<Floors> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+}
 
 /// Every score of `report` below its floor, described (empty: all met). recall@20 is checked
 /// only where a floor sets it.
