@@ -233,14 +233,22 @@ pub async fn distances(
     ids: &[i32],
 ) -> Result<Vec<(i32, f64)>, VectorError> {
     let (name, dimension) = index_terms(model)?;
-    Ok(sqlx::query_as::<_, (i32, f64)>(&format!(
-        "SELECT anime_id, embedding::vector({dimension}) <=> $1::vector({dimension})
+    let rows: Vec<DocumentDistance> = sqlx::query_as(&format!(
+        "SELECT anime_id, embedding::vector({dimension}) <=> $1::vector({dimension}) AS distance
          FROM embeddings WHERE model = '{name}' AND anime_id = ANY($2)"
     ))
     .bind(pgvector::Vector::from(vector.to_vec()))
     .bind(ids)
     .fetch_all(pool)
-    .await?)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.anime_id, r.distance)).collect())
+}
+
+/// An anime's document distance, as [`distances`] reads it.
+#[derive(sqlx::FromRow)]
+struct DocumentDistance {
+    anime_id: i32,
+    distance: f64,
 }
 
 /// A passage shown as the reason a result matched, as [`passage_texts`] reads it.

@@ -55,6 +55,30 @@ impl std::fmt::Display for EmbedReport {
     }
 }
 
+/// A document's text and its content hash, as the embedding pass reads it.
+#[derive(sqlx::FromRow)]
+struct DocumentText {
+    anime_id: i32,
+    body: String,
+    content_hash: String,
+}
+
+/// One passage of an anime's document.
+#[derive(sqlx::FromRow)]
+struct PassageText {
+    anime_id: i32,
+    passage: i32,
+    body: String,
+}
+
+/// The content hash a stored passage vector was made from.
+#[derive(sqlx::FromRow)]
+struct StoredPassageHash {
+    anime_id: i32,
+    passage: i32,
+    content_hash: String,
+}
+
 /// Embeds every document of the embedder's model whose content hash has no vector yet, shortest
 /// documents first so each batch holds texts of similar length.
 pub async fn embed_missing(
@@ -65,7 +89,7 @@ pub async fn embed_missing(
 ) -> Result<EmbedReport> {
     let started = Instant::now();
     let model = embedder.model().to_string();
-    let missing: Vec<(i32, String, String)> = sqlx::query_as(
+    let missing: Vec<DocumentText> = sqlx::query_as(
         "SELECT d.anime_id, d.body, d.content_hash FROM documents d
          LEFT JOIN embeddings e
              ON e.anime_id = d.anime_id AND e.model = d.model AND e.content_hash = d.content_hash
@@ -89,7 +113,7 @@ pub async fn embed_missing(
     for batch in missing.chunks(BATCH) {
         let items: Vec<(&str, &str)> = batch
             .iter()
-            .map(|(_, text, hash)| (text.as_str(), hash.as_str()))
+            .map(|d| (d.body.as_str(), d.content_hash.as_str()))
             .collect();
         let began = Instant::now();
         let (vectors, embedded) =
@@ -100,16 +124,16 @@ pub async fn embed_missing(
         report.from_cache += batch.len() - embedded;
         report.embedded += embedded;
         let mut tx = pool.begin().await?;
-        for ((anime_id, _, hash), vector) in batch.iter().zip(&vectors) {
+        for (document, vector) in batch.iter().zip(&vectors) {
             sqlx::query(
                 "INSERT INTO embeddings (anime_id, model, content_hash, embedding)
                  VALUES ($1, $2, $3, $4::vector)
                  ON CONFLICT (anime_id, model) DO UPDATE SET content_hash = EXCLUDED.content_hash,
                      embedding = EXCLUDED.embedding, embedded_at = now()",
             )
-            .bind(anime_id)
+            .bind(document.anime_id)
             .bind(&model)
-            .bind(hash)
+            .bind(&document.content_hash)
             .bind(pgvector::Vector::from(vector.to_vec()))
             .execute(&mut *tx)
             .await?;
@@ -200,17 +224,17 @@ async fn embed_missing_passages(
     .bind(&model)
     .execute(pool)
     .await?;
-    let stored: HashMap<(i32, i32), String> = sqlx::query_as::<_, (i32, i32, String)>(
+    let stored: HashMap<(i32, i32), String> = sqlx::query_as::<_, StoredPassageHash>(
         "SELECT anime_id, passage, content_hash FROM passage_embeddings WHERE model = $1",
     )
     .bind(&model)
     .fetch_all(pool)
     .await?
     .into_iter()
-    .map(|(id, passage, hash)| ((id, passage), hash))
+    .map(|stored| ((stored.anime_id, stored.passage), stored.content_hash))
     .collect();
-    let passages: Vec<(i32, i32, String)> = sqlx::query_as(
-        "SELECT d.anime_id, p.passage::int, p.body FROM documents d,
+    let passages: Vec<PassageText> = sqlx::query_as(
+        "SELECT d.anime_id, p.passage::int AS passage, p.body FROM documents d,
              unnest(d.passages) WITH ORDINALITY AS p(body, passage)
          WHERE d.model = $1 ORDER BY length(p.body), d.anime_id, p.passage",
     )
@@ -219,9 +243,10 @@ async fn embed_missing_passages(
     .await?;
     let missing: Vec<(i32, i32, String, String)> = passages
         .into_iter()
-        .filter_map(|(id, passage, body)| {
-            let hash = crate::catalog::document::content_hash(&model, &body);
-            (stored.get(&(id, passage)) != Some(&hash)).then_some((id, passage, body, hash))
+        .filter_map(|p| {
+            let hash = crate::catalog::document::content_hash(&model, &p.body);
+            (stored.get(&(p.anime_id, p.passage)) != Some(&hash))
+                .then_some((p.anime_id, p.passage, p.body, hash))
         })
         .collect();
     let progress = progress_bar(
