@@ -141,6 +141,12 @@ impl Default for Budgets {
 /// share of its score (see `server eval`: which cases it skips and what they would have gained).
 pub const CONFIDENT_MARGIN: f64 = 0.4;
 
+/// How well known an anime is, from its AniList members: log10(members + 1) / 6, so 0 to about
+/// 1 (the most popular titles have a few million). The prior every ranking stage weighs.
+pub fn popularity_prior(members: i32) -> f64 {
+    (1.0 + members.max(0) as f64).log10() / 6.0
+}
+
 /// The unit vector halfway between two unit vectors (the first when they are opposite).
 pub fn mean_direction(a: &[f32], b: &[f32]) -> Vec<f32> {
     let sum: Vec<f32> = a.iter().zip(b).map(|(x, y)| x + y).collect();

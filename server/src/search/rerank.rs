@@ -240,7 +240,7 @@ impl LocalReranker {
                 let (title, coverage) = c.lexical.as_ref().map_or((0.0, 0.0), |l| {
                     (l.title_similarity as f64, l.coverage as f64)
                 });
-                let popularity = (1.0 + c.popularity.max(0) as f64).log10() / 6.0;
+                let popularity = super::popularity_prior(c.popularity);
                 [
                     cosine(c),
                     passage(c),

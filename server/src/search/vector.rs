@@ -169,7 +169,7 @@ pub async fn evidence(
 fn scored(row: EvidenceRow) -> Option<VectorHit> {
     let document = row.document?;
     let passage = row.passage.unwrap_or(document);
-    let known = (1.0 + row.popularity.max(0) as f64).log10() / 6.0;
+    let known = super::popularity_prior(row.popularity);
     Some(VectorHit {
         anime_id: row.anime_id,
         document,
@@ -438,7 +438,7 @@ pub async fn similar(
                  average_score,
                  franchise_root_id: franchise,
              }| {
-                let known = (1.0 + popularity.max(0) as f64).log10() / 6.0;
+                let known = super::popularity_prior(popularity);
                 let liked = average_score.clamp(0, 100) as f64 / 100.0;
                 let score = SIMILAR_THEME_WEIGHT * theme_cosine
                     + SIMILAR_TEXT_WEIGHT * text_cosine
