@@ -534,33 +534,21 @@ async fn write_documents(
 
 /// Theme vectors weigh each theme by how many anime of the catalog carry it, so one changed
 /// anime can change others' vectors: they are written apart from the documents, in one
-/// statement that touches only the rows whose vector changed. When none did, nothing is
-/// written (an UPDATE, even of no rows, would bump the catalog version and empty the results
-/// cache).
+/// statement that touches only the rows whose vector changed.
 async fn write_themes(
     tx: &mut Transaction<'_, Postgres>,
     themes: Vec<(i32, Option<String>)>,
 ) -> Result<(), sqlx::Error> {
     let (ids, vectors): (Vec<i32>, Vec<Option<String>>) = themes.into_iter().unzip();
-    const CHANGED: &str = "SELECT t.anime_id, t.themes
+    sqlx::query(
+        "UPDATE documents d SET themes = t.themes::sparsevec
          FROM unnest($1::int[], $2::text[]) AS t(anime_id, themes)
-         JOIN documents d ON d.anime_id = t.anime_id
-         WHERE d.themes IS DISTINCT FROM t.themes::sparsevec";
-    let changed: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM ({CHANGED}) c"))
-        .bind(&ids)
-        .bind(&vectors)
-        .fetch_one(&mut **tx)
-        .await?;
-    if changed > 0 {
-        sqlx::query(&format!(
-            "UPDATE documents d SET themes = c.themes::sparsevec FROM ({CHANGED}) c
-             WHERE d.anime_id = c.anime_id"
-        ))
-        .bind(&ids)
-        .bind(&vectors)
-        .execute(&mut **tx)
-        .await?;
-    }
+         WHERE d.anime_id = t.anime_id AND d.themes IS DISTINCT FROM t.themes::sparsevec",
+    )
+    .bind(ids)
+    .bind(vectors)
+    .execute(&mut **tx)
+    .await?;
     Ok(())
 }
 
@@ -683,26 +671,18 @@ async fn write_franchises(
         .iter()
         .flat_map(|f| f.members.iter().map(move |&m| (m, f.root_id)))
         .unzip();
-    // Checked first: an UPDATE, even of no rows, bumps the catalog version (a statement
-    // trigger) and so empties the results cache.
-    const REASSIGNED: &str = "SELECT a.id, f.root_id FROM anime a
-         LEFT JOIN UNNEST($1::int[], $2::int[]) AS f(member_id, root_id) ON f.member_id = a.id
-         WHERE a.franchise_root_id IS DISTINCT FROM f.root_id";
-    let reassigned: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM ({REASSIGNED}) r"))
-        .bind(&members)
-        .bind(&member_roots)
-        .fetch_one(&mut **tx)
-        .await?;
-    if reassigned > 0 {
-        sqlx::query(&format!(
-            "UPDATE anime SET franchise_root_id = r.root_id FROM ({REASSIGNED}) r
-             WHERE anime.id = r.id"
-        ))
-        .bind(&members)
-        .bind(&member_roots)
-        .execute(&mut **tx)
-        .await?;
-    }
+    sqlx::query(
+        "UPDATE anime SET franchise_root_id = assigned.root_id
+         FROM (SELECT a.id, f.root_id FROM anime a
+               LEFT JOIN UNNEST($1::int[], $2::int[]) AS f(member_id, root_id) ON f.member_id = a.id
+              ) AS assigned
+         WHERE anime.id = assigned.id
+           AND anime.franchise_root_id IS DISTINCT FROM assigned.root_id",
+    )
+    .bind(&members)
+    .bind(&member_roots)
+    .execute(&mut **tx)
+    .await?;
     sqlx::query("DELETE FROM franchises WHERE root_id <> ALL($1)")
         .bind(&roots)
         .execute(&mut **tx)
