@@ -222,7 +222,7 @@ fn theme_features(media: &Media) -> BTreeMap<String, f32> {
 }
 
 /// How many anime of the catalog carry each theme: what [`theme_vector`] weighs themes by.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ThemeFrequencies {
     anime: usize,
     carrying: HashMap<String, usize>,
