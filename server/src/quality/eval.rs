@@ -36,6 +36,9 @@ use app::search::Filters;
 /// The evaluation set kept in the repository.
 pub const CASES: &str = include_str!("../../data/eval_cases.json");
 
+/// Results of each case the report lists: the depth recall@20 looks at.
+const REPORTED_TOP: usize = 20;
+
 pub const METHODS: [&str; 7] = [
     "lexical",
     "vector",
@@ -204,7 +207,8 @@ pub struct CaseResult {
     pub id: String,
     /// 1-based rank of the first expected anime per method; absent when not found.
     pub first_rank: BTreeMap<String, Option<usize>>,
-    /// The served (or similar-to) top 5, to see what stood in front of a miss.
+    /// The served (or similar-to) top [`REPORTED_TOP`], to see what stood in front of a miss
+    /// and which of the expected entries the page left out.
     #[serde(default)]
     pub top: Vec<i32>,
 }
@@ -415,7 +419,7 @@ pub async fn run(
                     "similar".to_string(),
                     rank_of_first(&ranking, &expected),
                 )]),
-                top: ranking.iter().take(5).copied().collect(),
+                top: ranking.iter().take(REPORTED_TOP).copied().collect(),
             });
             continue;
         }
@@ -430,7 +434,7 @@ pub async fn run(
         cases.push(CaseResult {
             id: case.id.clone(),
             first_rank: tally(&mut sums, case, &rankings, &expected),
-            top: rankings.served.iter().take(5).copied().collect(),
+            top: rankings.served.iter().take(REPORTED_TOP).copied().collect(),
         });
     }
     let methods = method_reports(&sums);
@@ -527,6 +531,7 @@ async fn rank_text_case(
     let candidates = rerank::candidates(
         engine.pool(),
         model,
+        &crate::search::cache::normalise(query),
         retrieval.query_vector.as_deref(),
         &retrieval.fused,
         &retrieval.lexical,

@@ -14,7 +14,7 @@ use unicode_normalization::UnicodeNormalization;
 use super::{BRANCH_LIMIT, CONFIDENT_MARGIN, PAGE_SIZE, fusion, lexical, rerank};
 
 /// Bump when search code changes what a query returns in a way the constants below miss.
-const PIPELINE_REVISION: u32 = 3;
+const PIPELINE_REVISION: u32 = 4;
 /// How long a query vector is kept (it only changes with the model).
 pub const EMBEDDING_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
 /// How long a page of results is kept (the catalog version guards freshness; this bounds size).

@@ -10,6 +10,7 @@
 //! ([`vector::similar`]). Every stage is timed under the names `bench` and `eval` print.
 
 pub mod cache;
+pub mod cues;
 pub mod e5;
 pub mod embedder;
 pub mod filters;
@@ -468,6 +469,7 @@ impl SearchEngine {
         let candidates = rerank::candidates(
             &self.reads,
             self.embedder.model(),
+            &normalised,
             retrieval.query_vector.as_deref(),
             &retrieval.fused,
             &retrieval.lexical,
