@@ -860,7 +860,7 @@ async fn a_sequels_rerank_summary_carries_its_franchise_premise(pool: PgPool) {
         .await
         .unwrap();
     let fused = fusion::rrf(&[MOB_PSYCHO_III, root], &[], fusion::K);
-    let candidates = rerank::candidates(&pool, MODEL, None, &fused, &[], &[])
+    let candidates = rerank::candidates(&pool, MODEL, "mob psycho", None, &fused, &[], &[])
         .await
         .unwrap();
     let summary = |id: i32| {
@@ -887,4 +887,40 @@ async fn a_sequels_rerank_summary_carries_its_franchise_premise(pool: PgPool) {
         "{}",
         summary(root)
     );
+}
+
+/// The era and format a query names are read against each candidate's stored year and format:
+/// "la temporada de 2022" matches the 2022 series by era and every TV series by format.
+#[sqlx::test(migrations = "../migrations")]
+async fn candidates_know_whether_they_have_the_era_and_format_the_query_names(pool: PgPool) {
+    demo_engine(&pool).await;
+    let root: i32 = sqlx::query_scalar("SELECT franchise_root_id FROM anime WHERE id = $1")
+        .bind(MOB_PSYCHO_III)
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    let fused = fusion::rrf(&[MOB_PSYCHO_III, root], &[], fusion::K);
+    let read = |query: &'static str| {
+        let pool = pool.clone();
+        let fused = fused.clone();
+        async move {
+            rerank::candidates(&pool, MODEL, query, None, &fused, &[], &[])
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|c| (c.anime_id, (c.era_match, c.format_match)))
+                .collect::<std::collections::HashMap<_, _>>()
+        }
+    };
+    let season = read("mob psycho, la temporada de 2022").await;
+    assert_eq!(season[&MOB_PSYCHO_III], (true, true));
+    assert_eq!(
+        season[&root],
+        (false, true),
+        "the 2016 series: a TV series, not from 2022"
+    );
+    let film = read("la película de mob psycho de los 80").await;
+    assert_eq!(film[&MOB_PSYCHO_III], (false, false));
+    let plain = read("mob psycho").await;
+    assert_eq!(plain[&MOB_PSYCHO_III], (false, false));
 }
