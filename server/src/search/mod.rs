@@ -142,13 +142,6 @@ impl Default for Budgets {
 /// share of its score (see `server eval`: which cases it skips and what they would have gained).
 pub const CONFIDENT_MARGIN: f64 = 0.4;
 
-/// AniList members assumed for an anime whose popularity AniList does not give (644 of the 6,855
-/// in the shared catalog, Ranma ½ and Jujutsu Kaisen 0 among them): the shared catalog's median.
-/// Unknown is not unpopular. The vector branch uses it (its recall@20 rose from 0.70 to 0.72 on
-/// the dev set, the project's unchanged); the reranker does not (there the project's hit@5 fell
-/// from 0.92 to 0.90), see `docs/measurements.md`.
-pub const TYPICAL_POPULARITY: i32 = 18_681;
-
 /// How well known an anime is, from its AniList members: log10(members + 1) / 6, so 0 to about
 /// 1 (the most popular titles have a few million). The prior every ranking stage weighs.
 pub fn popularity_prior(members: i32) -> f64 {

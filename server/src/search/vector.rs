@@ -131,12 +131,11 @@ struct EvidenceRow {
 
 /// The SQL of [`evidence`]: for each id of `$2`, the cosine of the query `$1` to its document
 /// vector and to its nearest passage (and which), and its popularity. Exact: a few hundred
-/// candidates of a few passages each. An anime AniList gives no popularity counts as a typical
-/// one ([`super::TYPICAL_POPULARITY`]).
+/// candidates of a few passages each.
 fn evidence_sql(model: &str) -> Result<String, VectorError> {
     let (name, dimension) = index_terms(model)?;
     Ok(format!(
-        "SELECT a.id AS anime_id, coalesce(a.popularity, {typical}) AS popularity,
+        "SELECT a.id AS anime_id, coalesce(a.popularity, 0) AS popularity,
                 1 - (SELECT e.embedding::vector({dimension}) <=> $1::vector({dimension})
                      FROM embeddings e WHERE e.anime_id = a.id AND e.model = '{name}') AS document,
                 1 - nearest.distance AS passage, nearest.passage AS passage_index
@@ -148,7 +147,6 @@ fn evidence_sql(model: &str) -> Result<String, VectorError> {
          ) nearest ON true
          WHERE a.id = ANY($2)",
         distance = format!("p.embedding::vector({dimension}) <=> $1::vector({dimension})"),
-        typical = super::TYPICAL_POPULARITY,
     ))
 }
 
