@@ -13,7 +13,6 @@ pub mod cache;
 pub mod cues;
 pub mod e5;
 pub mod embedder;
-pub mod facets;
 pub mod filters;
 pub mod fusion;
 pub mod lexical;
@@ -346,10 +345,8 @@ impl SearchEngine {
 
     /// The vector branch: the query as typed and, for a Spanish one, its English reading are
     /// embedded (each may come from the cache; either alone will do) and their mean direction
-    /// walks the indexes, with the facets of the English reading (or of the query as typed;
-    /// see [`facets`]), embedded at the same time. Returns the hits and the vector used (no
-    /// hits and no vector when nothing could be embedded), the embedding time and the search
-    /// time.
+    /// walks the indexes. Returns the hits and the vector used (no hits and no vector when
+    /// nothing could be embedded), the embedding time and the search time.
     async fn vector_branch(
         &self,
         query: &str,
@@ -357,17 +354,12 @@ impl SearchEngine {
         filters: &Filters,
     ) -> VectorBranch {
         let began = Instant::now();
-        let facet_texts = facets::facets(english.unwrap_or(query));
-        let (typed, translated, facet_outcomes) = tokio::join!(
-            self.query_vector(query),
-            async {
-                match english {
-                    Some(english) => self.query_vector(english).await,
-                    None => Ok(None),
-                }
-            },
-            futures_util::future::join_all(facet_texts.iter().map(|f| self.query_vector(f)))
-        );
+        let (typed, translated) = tokio::join!(self.query_vector(query), async {
+            match english {
+                Some(english) => self.query_vector(english).await,
+                None => Ok(None),
+            }
+        });
         let embed = began.elapsed();
         let unsearched = |outcome| VectorBranch {
             outcome,
@@ -380,21 +372,11 @@ impl SearchEngine {
             (Ok(Some(one)), Ok(None)) | (Ok(None), Ok(Some(one))) => one,
             (Ok(None), Ok(None)) => return unsearched(Ok((Vec::new(), None))),
         };
-        // A facet that could not be embedded is left out; a database error is the search's.
-        let mut facet_vectors = Vec::with_capacity(facet_outcomes.len());
-        for outcome in facet_outcomes {
-            match outcome {
-                Ok(Some(vector)) => facet_vectors.push(vector),
-                Ok(None) => {}
-                Err(error) => return unsearched(Err(error)),
-            }
-        }
         let began = Instant::now();
         let hits = vector::search(
             &self.reads,
             self.embedder.model(),
             &vector,
-            &facet_vectors,
             filters,
             BRANCH_LIMIT,
         )

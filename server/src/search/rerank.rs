@@ -124,7 +124,7 @@ pub async fn candidates(
             .filter(|id| !evidence.contains_key(id))
             .collect();
         if !missing.is_empty() {
-            for hit in vector::evidence(pool, model, query_vector, &[], &missing).await? {
+            for hit in vector::evidence(pool, model, query_vector, &missing).await? {
                 evidence.insert(hit.anime_id, hit);
             }
         }

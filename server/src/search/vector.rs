@@ -24,9 +24,6 @@ use super::{
 const INDEX_SETTINGS: &str = "SELECT set_config('hnsw.ef_search', '100', true),
     set_config('hnsw.iterative_scan', 'relaxed_order', true)";
 
-/// The facets' walks take [`FACET_POOL`] passages each: a candidate list of 40 is plenty.
-const FACET_INDEX_SETTINGS: &str = "SELECT set_config('hnsw.ef_search', '40', true)";
-
 /// The models that have an HNSW index (migration `…_search.sql`), with their dimensions.
 pub const INDEXED_MODELS: [(&str, usize); 2] = [
     (e5::MODEL_NAME, e5::DIMENSION),
@@ -75,23 +72,6 @@ pub fn passage_search_sql(model: &str) -> Result<String, VectorError> {
     walk_sql(model, "passage_embeddings")
 }
 
-/// The facets' walks of [`search`], one statement for all of them: `$1` the facet vectors, `$2`
-/// the passages each takes, then the filters.
-fn facet_search_sql(model: &str) -> Result<String, VectorError> {
-    let (name, dimension) = index_terms(model)?;
-    Ok(format!(
-        "SELECT w.anime_id FROM unnest($1::vector[]) AS f(v)
-         CROSS JOIN LATERAL (
-             SELECT e.anime_id
-             FROM passage_embeddings e JOIN anime a ON a.id = e.anime_id
-             WHERE e.model = '{name}' {filters}
-             ORDER BY e.embedding::vector({dimension}) <=> f.v::vector({dimension})
-             LIMIT $2
-         ) w",
-        filters = filters::sql(3)
-    ))
-}
-
 /// Passages the passage walk takes (several may belong to one anime): pgvector's `ef_search`
 /// of [`INDEX_SETTINGS`], so the walk is one pass of the index.
 pub const PASSAGE_POOL: usize = 100;
@@ -106,28 +86,16 @@ const PASSAGE_WEIGHT: f64 = 2.0;
 /// the query's words fill the list. 0.05, 0.1 and 0.2 were measured (`docs/measurements.md`);
 /// 0.2 lost on both sets.
 const POPULARITY_WEIGHT: f64 = 0.1;
-/// Passages each facet of the query takes from the passage index (see `search::facets`).
-const FACET_POOL: usize = 20;
-/// Weight of the facets' mean nearest-passage cosine, added when the query has facets.
-const FACET_WEIGHT: f64 = 1.0;
 
 /// Changes whenever the vector branch's SQL, settings or weights do (part of the results
 /// cache's pipeline fingerprint).
 pub fn fingerprint(model: &str) -> String {
-    let sql = [
-        search_sql,
-        passage_search_sql,
-        facet_search_sql,
-        evidence_sql,
-    ]
-    .iter()
-    .map(|sql| sql(model).unwrap_or_default())
-    .collect::<Vec<_>>()
-    .join("|");
-    format!(
-        "{sql}|{INDEX_SETTINGS}|{FACET_INDEX_SETTINGS}|{PASSAGE_POOL}|{PASSAGE_WEIGHT}|{POPULARITY_WEIGHT}|{FACET_POOL}|{FACET_WEIGHT}|{}",
-        super::facets::MAX_FACETS
-    )
+    let sql = [search_sql, passage_search_sql, evidence_sql]
+        .iter()
+        .map(|sql| sql(model).unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("|");
+    format!("{sql}|{INDEX_SETTINGS}|{PASSAGE_POOL}|{PASSAGE_WEIGHT}|{POPULARITY_WEIGHT}")
 }
 
 /// An anime the vector branch found, with the evidence it was scored by.
@@ -140,11 +108,8 @@ pub struct VectorHit {
     pub passage: Option<f64>,
     /// Which passage that is (1-based, as `documents.passages` is indexed).
     pub passage_index: Option<i32>,
-    /// Mean over the query's facets of the cosine of each to the anime's nearest passage;
-    /// `None` when the query has no facets.
-    pub facets: Option<f64>,
     /// What the branch orders by: document + [`PASSAGE_WEIGHT`] × passage (the document again
-    /// without passages) + the popularity prior + [`FACET_WEIGHT`] × facets.
+    /// without passages) + the popularity prior.
     pub score: f64,
 }
 
@@ -162,26 +127,18 @@ struct EvidenceRow {
     document: Option<f64>,
     passage: Option<f64>,
     passage_index: Option<i32>,
-    facets: Option<f64>,
 }
 
 /// The SQL of [`evidence`]: for each id of `$2`, the cosine of the query `$1` to its document
-/// vector and to its nearest passage (and which), the mean over the facet vectors `$3` of each
-/// one's cosine to its nearest passage, and its popularity. Exact: a few hundred candidates of a
-/// few passages each.
+/// vector and to its nearest passage (and which), and its popularity. Exact: a few hundred
+/// candidates of a few passages each.
 fn evidence_sql(model: &str) -> Result<String, VectorError> {
     let (name, dimension) = index_terms(model)?;
     Ok(format!(
         "SELECT a.id AS anime_id, coalesce(a.popularity, 0) AS popularity,
                 1 - (SELECT e.embedding::vector({dimension}) <=> $1::vector({dimension})
                      FROM embeddings e WHERE e.anime_id = a.id AND e.model = '{name}') AS document,
-                1 - nearest.distance AS passage, nearest.passage AS passage_index,
-                (SELECT avg(best) FROM (
-                     SELECT max(1 - (p.embedding::vector({dimension}) <=> f.v::vector({dimension}))) AS best
-                     FROM unnest($3::vector[]) WITH ORDINALITY AS f(v, i)
-                     JOIN passage_embeddings p ON p.anime_id = a.id AND p.model = '{name}'
-                     GROUP BY f.i
-                 ) per_facet) AS facets
+                1 - nearest.distance AS passage, nearest.passage AS passage_index
          FROM anime a
          LEFT JOIN LATERAL (
              SELECT p.passage, {distance} AS distance FROM passage_embeddings p
@@ -193,62 +150,39 @@ fn evidence_sql(model: &str) -> Result<String, VectorError> {
     ))
 }
 
-/// The vectors of `facets`, bound as one array.
-fn facet_array(facets: &[Vec<f32>]) -> Vec<pgvector::Vector> {
-    facets
-        .iter()
-        .map(|f| pgvector::Vector::from(f.clone()))
-        .collect()
-}
-
-/// The evidence of each of `ids` that has a document vector for `model`, scored (with the
-/// query's `facets`, which may be none).
+/// The evidence of each of `ids` that has a document vector for `model`, scored.
 pub async fn evidence(
     pool: &PgPool,
     model: &str,
     vector: &[f32],
-    facets: &[Vec<f32>],
     ids: &[i32],
 ) -> Result<Vec<VectorHit>, VectorError> {
     let rows = sqlx::query_as::<_, EvidenceRow>(&evidence_sql(model)?)
         .bind(pgvector::Vector::from(vector.to_vec()))
         .bind(ids)
-        .bind(facet_array(facets))
         .fetch_all(pool)
         .await?;
-    Ok(rows
-        .into_iter()
-        .filter_map(|row| scored(row, !facets.is_empty()))
-        .collect())
+    Ok(rows.into_iter().filter_map(scored).collect())
 }
 
-/// A row's [`VectorHit`] (`has_facets`: the query had facets); `None` when the anime has no
-/// document vector yet.
-fn scored(row: EvidenceRow, has_facets: bool) -> Option<VectorHit> {
+/// A row's [`VectorHit`]; `None` when the anime has no document vector yet.
+fn scored(row: EvidenceRow) -> Option<VectorHit> {
     let document = row.document?;
     let passage = row.passage.unwrap_or(document);
     let known = super::popularity_prior(row.popularity);
-    // An anime without passages answers each facet with its whole document.
-    let facets = has_facets.then(|| row.facets.unwrap_or(document));
     Some(VectorHit {
         anime_id: row.anime_id,
         document,
         passage: row.passage,
         passage_index: row.passage_index,
-        facets,
-        score: document
-            + PASSAGE_WEIGHT * passage
-            + POPULARITY_WEIGHT * known
-            + FACET_WEIGHT * facets.unwrap_or(0.0),
+        score: document + PASSAGE_WEIGHT * passage + POPULARITY_WEIGHT * known,
     })
 }
 
-/// Up to `limit` anime for `vector` and the query's `facets` (see `search::facets`; may be
-/// none), best first (ties by id), with their evidence.
+/// Up to `limit` anime for `vector`, best first (ties by id), with their evidence.
 ///
-/// Candidates come from HNSW walks over document vectors and over passage vectors, for the
-/// query and for each facet, so an anime whose one matching sentence is drowned in its
-/// document's single vector, or that answers one clause of the query, is still found.
+/// Candidates come from two HNSW walks, over document vectors and over passage vectors, so an
+/// anime whose one matching sentence is drowned in its document's single vector is still found.
 /// Each candidate is then scored exactly ([`VectorHit::score`]): measured on both evaluation
 /// sets, document and passage cosines each alone rank worse than their sum, and the popularity
 /// prior added to it.
@@ -256,7 +190,6 @@ pub async fn search(
     pool: &PgPool,
     model: &str,
     vector: &[f32],
-    facets: &[Vec<f32>],
     filters: &Filters,
     limit: usize,
 ) -> Result<Vec<VectorHit>, VectorError> {
@@ -277,21 +210,11 @@ pub async fn search(
             .bind(take as i64);
         found.extend(filters::bind(walk, filters).fetch_all(&mut *tx).await?);
     }
-    if !facets.is_empty() {
-        // Each facet takes a few passages: a shorter walk than the query's will do.
-        sqlx::query(FACET_INDEX_SETTINGS).execute(&mut *tx).await?;
-        let sql = facet_search_sql(model)?;
-        let walks = sqlx::query_as::<_, Found>(&sql)
-            .persistent(false)
-            .bind(facet_array(facets))
-            .bind(FACET_POOL as i64);
-        found.extend(filters::bind(walks, filters).fetch_all(&mut *tx).await?);
-    }
     tx.commit().await?;
     let mut found: Vec<i32> = found.into_iter().map(|f| f.anime_id).collect();
     found.sort_unstable();
     found.dedup();
-    let mut hits = evidence(pool, model, vector, facets, &found).await?;
+    let mut hits = evidence(pool, model, vector, &found).await?;
     hits.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)
@@ -553,10 +476,6 @@ pub async fn similar(
 mod tests {
     use super::*;
 
-    fn scored_plain(row: EvidenceRow) -> Option<VectorHit> {
-        scored(row, false)
-    }
-
     fn row(anime_id: i32, document: f64, passage: Option<f64>) -> EvidenceRow {
         EvidenceRow {
             anime_id,
@@ -564,21 +483,20 @@ mod tests {
             document: Some(document),
             passage,
             passage_index: passage.map(|_| 1),
-            facets: None,
         }
     }
 
     #[test]
     fn a_matching_passage_lifts_an_anime_above_a_closer_document() {
-        let close = scored_plain(row(1, 0.80, Some(0.75))).unwrap();
-        let said = scored_plain(row(2, 0.75, Some(0.90))).unwrap();
+        let close = scored(row(1, 0.80, Some(0.75))).unwrap();
+        let said = scored(row(2, 0.75, Some(0.90))).unwrap();
         assert!(said.score > close.score);
         // Without passages the document stands in for them.
-        let bare = scored_plain(row(3, 0.78, None)).unwrap();
+        let bare = scored(row(3, 0.78, None)).unwrap();
         assert!((bare.score - 3.0 * 0.78).abs() < 1e-9);
         // No document vector yet: not a hit.
         assert!(
-            scored_plain(EvidenceRow {
+            scored(EvidenceRow {
                 document: None,
                 ..row(5, 0.0, None)
             })
@@ -587,34 +505,9 @@ mod tests {
     }
 
     #[test]
-    fn facets_add_the_mean_of_their_nearest_passages() {
-        let answered = scored(
-            EvidenceRow {
-                facets: Some(0.9),
-                ..row(1, 0.80, Some(0.80))
-            },
-            true,
-        )
-        .unwrap();
-        let unanswered = scored(
-            EvidenceRow {
-                facets: Some(0.7),
-                ..row(2, 0.80, Some(0.80))
-            },
-            true,
-        )
-        .unwrap();
-        assert!(answered.score > unanswered.score);
-        // Without passages the document answers each facet.
-        let bare = scored(row(3, 0.78, None), true).unwrap();
-        assert_eq!(bare.facets, Some(0.78));
-        assert!(scored(row(4, 0.78, None), false).unwrap().facets.is_none());
-    }
-
-    #[test]
     fn the_better_known_of_two_equal_matches_ranks_first() {
-        let obscure = scored_plain(row(1, 0.80, Some(0.80))).unwrap();
-        let known = scored_plain(EvidenceRow {
+        let obscure = scored(row(1, 0.80, Some(0.80))).unwrap();
+        let known = scored(EvidenceRow {
             popularity: 300_000,
             ..row(2, 0.80, Some(0.80))
         })

@@ -444,7 +444,7 @@ async fn a_sentence_deep_in_a_synopsis_is_found_through_its_passage(pool: PgPool
         Some(&id),
         "passage {sentence:?}: {nearest:?}"
     );
-    let served = vector::search(&pool, MODEL, &query, &[], &Filters::default(), 5)
+    let served = vector::search(&pool, MODEL, &query, &Filters::default(), 5)
         .await
         .unwrap();
     assert_eq!(ids(&served).first(), Some(&id), "{served:?}");
