@@ -849,17 +849,23 @@ async fn query_vectors_are_cached_per_model(pool: PgPool) {
     assert_eq!(models, ["text-embedding-3-small"]);
 }
 
+/// The demo catalog loaded, and Mob Psycho 100 III with its franchise's first entry as a fused
+/// list (the sequel first).
+async fn mob_psycho_iii_and_its_root(pool: &PgPool) -> (i32, Vec<fusion::Fused>) {
+    demo_engine(pool).await;
+    let root: i32 = sqlx::query_scalar("SELECT franchise_root_id FROM anime WHERE id = $1")
+        .bind(MOB_PSYCHO_III)
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    (root, fusion::rrf(&[MOB_PSYCHO_III, root], &[], fusion::K))
+}
+
 /// What a language-model reranker reads of a sequel starts from its franchise's premise (the
 /// sequel's own synopsis assumes the story so far); the franchise's first entry has none.
 #[sqlx::test(migrations = "../migrations")]
 async fn a_sequels_rerank_summary_carries_its_franchise_premise(pool: PgPool) {
-    demo_engine(&pool).await;
-    let root: i32 = sqlx::query_scalar("SELECT franchise_root_id FROM anime WHERE id = $1")
-        .bind(MOB_PSYCHO_III)
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-    let fused = fusion::rrf(&[MOB_PSYCHO_III, root], &[], fusion::K);
+    let (root, fused) = mob_psycho_iii_and_its_root(&pool).await;
     let candidates = rerank::candidates(&pool, MODEL, "mob psycho", None, &fused, &[], &[])
         .await
         .unwrap();
@@ -893,13 +899,7 @@ async fn a_sequels_rerank_summary_carries_its_franchise_premise(pool: PgPool) {
 /// "la temporada de 2022" matches the 2022 series by era and every TV series by format.
 #[sqlx::test(migrations = "../migrations")]
 async fn candidates_know_whether_they_have_the_era_and_format_the_query_names(pool: PgPool) {
-    demo_engine(&pool).await;
-    let root: i32 = sqlx::query_scalar("SELECT franchise_root_id FROM anime WHERE id = $1")
-        .bind(MOB_PSYCHO_III)
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-    let fused = fusion::rrf(&[MOB_PSYCHO_III, root], &[], fusion::K);
+    let (root, fused) = mob_psycho_iii_and_its_root(&pool).await;
     let read = |query: &'static str| {
         let pool = pool.clone();
         let fused = fused.clone();
