@@ -84,9 +84,12 @@ impl QueryCues {
             }
         }
         let said = |list: &[&str]| {
-            words
-                .iter()
-                .any(|w| list.contains(w) || list.iter().any(|l| w.strip_suffix('s') == Some(*l)))
+            words.iter().enumerate().any(|(i, w)| {
+                let named =
+                    list.contains(w) || list.iter().any(|l| w.strip_suffix('s') == Some(*l));
+                // "asesino en serie" is a serial killer, not a TV series.
+                named && !(i > 0 && words[i - 1] == "en" && *w == "serie")
+            })
         };
         let format = if said(&MOVIE_WORDS) {
             Some(FormatCue::Movie)
@@ -214,6 +217,7 @@ mod tests {
         assert_eq!(format("la peli de la serie"), Some(FormatCue::Movie));
         assert_eq!(format("el ova de los caballeros"), Some(FormatCue::Ova));
         assert_eq!(format("una chica en silla de ruedas"), None);
+        assert_eq!(format("un asesino en serie en un pueblo"), None);
         assert!(QueryCues::read("una chica en silla de ruedas").is_empty());
     }
 
