@@ -38,8 +38,6 @@ pub struct Candidate {
     pub era_match: bool,
     /// The candidate is of the format the query names ("la película donde…").
     pub format_match: bool,
-    /// Share of the genres the query names that the candidate has ("de terror": Horror).
-    pub genre_match: f64,
     /// Compact text for a language model: title, year, format, the start of the synopsis, tags.
     pub summary: String,
 }
@@ -97,7 +95,6 @@ struct CandidateFacts {
     popularity: Option<i32>,
     year: Option<i32>,
     format: Option<String>,
-    genres: Vec<String>,
     summary: String,
 }
 
@@ -134,7 +131,6 @@ pub async fn candidates(
     }
     let facts: HashMap<i32, CandidateFacts> = sqlx::query_as::<_, CandidateFacts>(
         "SELECT a.id, a.popularity, coalesce(a.season_year, a.start_year) AS year, a.format,
-                a.genres,
                 concat_ws('. ',
                     concat_ws(' / ', coalesce(a.title_romaji, a.title_native), a.title_english),
                     concat_ws(', ', a.format, coalesce(a.season_year, a.start_year)::text),
@@ -183,9 +179,6 @@ pub async fn candidates(
             format_match: facts
                 .get(&f.anime_id)
                 .is_some_and(|f| cues.format_matches(f.format.as_deref())),
-            genre_match: facts
-                .get(&f.anime_id)
-                .map_or(0.0, |f| cues.genre_share(&f.genres)),
             summary: facts
                 .get(&f.anime_id)
                 .map(|f| f.summary.clone())
@@ -205,7 +198,6 @@ pub struct Weights {
     pub popularity: f64,
     pub era: f64,
     pub format: f64,
-    pub genre: f64,
 }
 
 /// Fitted on both evaluation sets together (`server/data/eval_cases.json` and
@@ -216,7 +208,7 @@ pub struct Weights {
 /// earlier numbers). Popularity weighs heavily: of two anime that fit a description, people mostly mean the well-known one.
 /// The era and format weights were fitted afterwards with the others held (in 5-fold
 /// cross-validation on both sets every fold chose 8 for the era, four of five 4 for the format;
-/// `docs/measurements.md`), then the genre weight with those held (four folds of five chose 2).
+/// `docs/measurements.md`).
 pub const FITTED: Weights = Weights {
     cosine: 1.0,
     passage: 2.0,
@@ -226,11 +218,10 @@ pub const FITTED: Weights = Weights {
     popularity: 16.0,
     era: 8.0,
     format: 4.0,
-    genre: 2.0,
 };
 
 /// Evidence the local reranker weighs per candidate (see [`LocalReranker::features`]).
-pub const FEATURES: usize = 9;
+pub const FEATURES: usize = 8;
 
 /// Reorders candidates by a weighted sum of their evidence; no model call, microseconds.
 #[derive(Debug, Clone, Copy)]
@@ -249,9 +240,8 @@ impl LocalReranker {
     /// cosine, each minus the best among the candidates (≤ 0, in units of 0.01: e5's cosines
     /// crowd between 0.75 and 0.9; a candidate without one gets -10), title similarity (0–1),
     /// word coverage (0–1), RRF score over the best RRF score (0–1), log10 of popularity over
-    /// 6 (AniList's most popular titles have a few million members), 1 when the candidate is
-    /// from the era, and 1 when it is of the format, the query names (else 0), and the share of
-    /// the genres the query names that it has (0–1).
+    /// 6 (AniList's most popular titles have a few million members), and 1 when the candidate is
+    /// from the era, and 1 when it is of the format, the query names (else 0).
     pub fn features(candidates: &[Candidate]) -> Vec<[f64; FEATURES]> {
         let relative = |pick: fn(&Candidate) -> Option<f64>| {
             let best = candidates
@@ -286,7 +276,6 @@ impl LocalReranker {
                     popularity,
                     f64::from(u8::from(c.era_match)),
                     f64::from(u8::from(c.format_match)),
-                    c.genre_match,
                 ]
             })
             .collect()
@@ -302,7 +291,6 @@ impl LocalReranker {
             + w.popularity * features[5]
             + w.era * features[6]
             + w.format * features[7]
-            + w.genre * features[8]
     }
 
     /// Candidate ids in the new order (ties keep the fused order).
@@ -324,8 +312,8 @@ impl LocalReranker {
 /// Grid search for the weights that maximise mean reciprocal rank over `cases` (each: the
 /// candidates and the expected ids). The cosine weight is fixed at 1 (scores only compare
 /// within a query, so one weight can be fixed). The five retrieval weights are searched together
-/// with the cue weights (era, format, genre) held; then those three with the five held (one grid
-/// over all eight would be 8^8 = 17 million weightings per fold).
+/// with the era and format weights held; then those two with the five held (one grid over all
+/// seven would be 8^7 = 2 million weightings per fold).
 pub fn fit(cases: &[(Vec<Candidate>, Vec<i32>)]) -> (Weights, f64) {
     let prepared: Vec<(Vec<[f64; FEATURES]>, Vec<bool>)> = cases
         .iter()
@@ -367,17 +355,14 @@ pub fn fit(cases: &[(Vec<Candidate>, Vec<i32>)]) -> (Weights, f64) {
     let retrieval = best.0;
     for &era in &grid {
         for &format in &grid {
-            for &genre in &grid {
-                let weights = Weights {
-                    era,
-                    format,
-                    genre,
-                    ..retrieval
-                };
-                let mrr = mean_reciprocal_rank(&LocalReranker { weights }, &prepared);
-                if mrr > best.1 + 1e-12 {
-                    best = (weights, mrr);
-                }
+            let weights = Weights {
+                era,
+                format,
+                ..retrieval
+            };
+            let mrr = mean_reciprocal_rank(&LocalReranker { weights }, &prepared);
+            if mrr > best.1 + 1e-12 {
+                best = (weights, mrr);
             }
         }
     }
@@ -541,7 +526,6 @@ mod tests {
             popularity: 0,
             era_match: false,
             format_match: false,
-            genre_match: 0.0,
             summary: String::new(),
         }
     }
