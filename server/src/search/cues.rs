@@ -103,10 +103,6 @@ impl QueryCues {
         Self { eras, format }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.eras.is_empty() && self.format.is_none()
-    }
-
     /// Whether an entry from `year` falls in an era the query names (never when it names none
     /// or the year is unknown).
     pub fn era_matches(&self, year: Option<i32>) -> bool {
@@ -218,7 +214,10 @@ mod tests {
         assert_eq!(format("el ova de los caballeros"), Some(FormatCue::Ova));
         assert_eq!(format("una chica en silla de ruedas"), None);
         assert_eq!(format("un asesino en serie en un pueblo"), None);
-        assert!(QueryCues::read("una chica en silla de ruedas").is_empty());
+        assert_eq!(
+            QueryCues::read("una chica en silla de ruedas"),
+            QueryCues::default()
+        );
     }
 
     #[test]

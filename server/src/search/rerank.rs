@@ -162,27 +162,20 @@ pub async fn candidates(
     Ok(top
         .iter()
         .enumerate()
-        .map(|(i, f)| Candidate {
-            anime_id: f.anime_id,
-            fused_rank: i + 1,
-            rrf: f.score,
-            cosine: evidence.get(&f.anime_id).map(|e| e.document),
-            passage_cosine: evidence.get(&f.anime_id).and_then(|e| e.passage),
-            lexical: lexical.get(&f.anime_id).cloned(),
-            popularity: facts
-                .get(&f.anime_id)
-                .and_then(|f| f.popularity)
-                .unwrap_or(0),
-            era_match: facts
-                .get(&f.anime_id)
-                .is_some_and(|f| cues.era_matches(f.year)),
-            format_match: facts
-                .get(&f.anime_id)
-                .is_some_and(|f| cues.format_matches(f.format.as_deref())),
-            summary: facts
-                .get(&f.anime_id)
-                .map(|f| f.summary.clone())
-                .unwrap_or_default(),
+        .map(|(i, f)| {
+            let fact = facts.get(&f.anime_id);
+            Candidate {
+                anime_id: f.anime_id,
+                fused_rank: i + 1,
+                rrf: f.score,
+                cosine: evidence.get(&f.anime_id).map(|e| e.document),
+                passage_cosine: evidence.get(&f.anime_id).and_then(|e| e.passage),
+                lexical: lexical.get(&f.anime_id).cloned(),
+                popularity: fact.and_then(|f| f.popularity).unwrap_or(0),
+                era_match: fact.is_some_and(|f| cues.era_matches(f.year)),
+                format_match: fact.is_some_and(|f| cues.format_matches(f.format.as_deref())),
+                summary: fact.map(|f| f.summary.clone()).unwrap_or_default(),
+            }
         })
         .collect())
 }
