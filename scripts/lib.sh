@@ -74,6 +74,21 @@ ensure_apertium() {
   fi
 }
 
+# Debian's WordNet database: English query words also match their synonyms
+# (server/src/search/thesaurus.rs). Installed when missing and this is root, as in CI; otherwise
+# returns 1 after saying how to install it.
+ensure_wordnet() {
+  [ -f /usr/share/wordnet/data.noun ] && return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    step "installing WordNet (apt-get install wordnet-base)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends wordnet-base
+  else
+    echo "wordnet-base is missing (sudo apt-get install wordnet-base): query words match only themselves, not their synonyms" >&2
+    return 1
+  fi
+}
+
 build_server() {
   step "building the server ($PROFILE)"
   cargo build -p server $(cargo_profile_args)

@@ -302,7 +302,8 @@ async fn eval(config: &Config, args: EvalArgs) -> Result<()> {
     let pool = db::open(config).await?;
     db::migrate(&pool).await?;
     let engine = SearchEngine::new(pool, embedder::from_config(config)?)
-        .with_translator(config.translator());
+        .with_translator(config.translator())
+        .with_thesaurus(config.thesaurus());
     let sets = eval_sets(&args.cases)?;
     anyhow::ensure!(
         args.floors.len() <= sets.len(),

@@ -121,6 +121,16 @@ pub struct Config {
     )]
     pub apertium_dir: PathBuf,
 
+    /// WordNet's database (Debian: `apt-get install wordnet-base`): English query words also
+    /// match their synonyms. Missing: words match only themselves. `none` turns this off.
+    #[arg(
+        long,
+        env = "ZENBU_WORDNET_DIR",
+        default_value = crate::search::thesaurus::DEBIAN_DATA_DIR,
+        global = true
+    )]
+    pub wordnet_dir: PathBuf,
+
     /// Key that signs visitor cookies (hex, at least 64 bytes). Unset: one is generated and kept
     /// in the data folder. Several app servers must share one.
     #[arg(long, env = "ZENBU_COOKIE_KEY", hide_env_values = true, value_parser = secret, global = true)]
@@ -285,6 +295,15 @@ impl Config {
             return None;
         }
         crate::search::translate::Translator::new(&self.apertium_dir).map(std::sync::Arc::new)
+    }
+
+    /// The synonyms this configuration asks for (see `wordnet_dir`).
+    pub fn thesaurus(&self) -> Option<std::sync::Arc<crate::search::thesaurus::Thesaurus>> {
+        if self.wordnet_dir.as_os_str() == "none" {
+            return None;
+        }
+        crate::search::thesaurus::Thesaurus::load_or_warn(&self.wordnet_dir)
+            .map(std::sync::Arc::new)
     }
 
     pub fn embed_workers(&self) -> usize {

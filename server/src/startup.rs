@@ -50,6 +50,7 @@ impl Application {
         let mut engine = SearchEngine::new(pool.clone(), embedder)
             .with_reranker(rerank::from_config(config))
             .with_translator(config.translator())
+            .with_thesaurus(config.thesaurus())
             .with_budgets(Budgets::from_config(config));
         if let Some(replica) = db::open_replica(config.replica_url.as_deref()).await? {
             engine = engine.with_read_replica(replica);

@@ -92,8 +92,9 @@ pub async fn run(config: &Config, pool: PgPool, args: BenchArgs) -> Result<()> {
     let catalog_size: i64 = sqlx::query_scalar("SELECT count(*) FROM anime")
         .fetch_one(&pool)
         .await?;
-    let engine =
-        SearchEngine::new(pool.clone(), embedder.clone()).with_translator(config.translator());
+    let engine = SearchEngine::new(pool.clone(), embedder.clone())
+        .with_translator(config.translator())
+        .with_thesaurus(config.thesaurus());
     let (stages, cache_hits) =
         text_search(&engine, embedder.model(), catalog_size, args.rounds).await?;
     let similar = similar_to(&pool, embedder.model()).await?;

@@ -211,6 +211,10 @@ pub struct CaseResult {
     /// and which of the expected entries the page left out.
     #[serde(default)]
     pub top: Vec<i32>,
+    /// The local reranker's evidence per rerank candidate, in fused order (`[id, features…]`,
+    /// see [`LocalReranker::features`]): what a weighting would have to beat to reorder them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rerank_features: Vec<(i32, [f64; rerank::FEATURES])>,
 }
 
 /// Cases where the fused order was confident enough to skip the rerank.
@@ -420,6 +424,7 @@ pub async fn run(
                     rank_of_first(&ranking, &expected),
                 )]),
                 top: ranking.iter().take(REPORTED_TOP).copied().collect(),
+                rerank_features: Vec::new(),
             });
             continue;
         }
@@ -430,11 +435,17 @@ pub async fn run(
         text_cases += 1;
         let (rankings, candidates) =
             rank_text_case(engine, &model, query, &expected, llm, &mut confident).await?;
+        let rerank_features = candidates
+            .iter()
+            .map(|c| c.anime_id)
+            .zip(LocalReranker::features(&candidates))
+            .collect();
         fit_cases.push((candidates, expected.clone()));
         cases.push(CaseResult {
             id: case.id.clone(),
             first_rank: tally(&mut sums, case, &rankings, &expected),
             top: rankings.served.iter().take(REPORTED_TOP).copied().collect(),
+            rerank_features,
         });
     }
     let methods = method_reports(&sums);

@@ -12,12 +12,16 @@
 //! `websearch_to_tsquery` reads it (all words, quoted phrases, `-excluded`). Documents are
 //! English; a word that is a Spanish or English stop word is dropped, so "el", "que" or "de" in
 //! a Spanish query match nothing instead of everything.
+//!
+//! An English word also matches its WordNet synonyms ([`super::thesaurus`]) at
+//! [`SYNONYM_WEIGHT`] of its score and coverage; a word too common to keep is dropped with its
+//! synonyms, and one the catalog lacks is kept when a synonym bridges it ("tranquil": "serene").
 
 use app::search::Filters;
 use sha2::Digest;
 use sqlx::PgPool;
 
-use super::filters;
+use super::{filters, thesaurus::Thesaurus};
 
 /// Most words of a query that are looked up (a pasted synopsis is long).
 const MAX_WORDS: usize = 64;
@@ -38,6 +42,9 @@ const ENGLISH_WORDS_IN_SPANISH_STOPLIST: [&str; 9] = [
 /// Longer queries skip title matching: no title is long enough to reach the similarity threshold
 /// against them, and a long query makes the trigram index scan slow (54 ms for 150 characters).
 const MAX_TITLE_QUERY_CHARS: usize = 80;
+/// What a synonym's match counts for, against the word's own (score and coverage alike): a
+/// synonym is weaker evidence than the word the person chose.
+const SYNONYM_WEIGHT: f32 = 0.5;
 /// A title match outweighs word matches: typing a title means that title.
 const TITLE_WEIGHT: f32 = 1.0;
 
@@ -91,32 +98,52 @@ pub struct LexicalHit {
 fn search_sql() -> String {
     format!(
         "WITH total AS (SELECT count(*)::real AS n FROM documents),
-         words AS (
-             SELECT w, websearch_to_tsquery('english', w) AS q,
-                    (SELECT max(s.documents) FROM unnest(to_tsvector('english', w)) AS t
+         variants AS (
+             SELECT u.w, u.v, u.weight, websearch_to_tsquery('english', u.v) AS q,
+                    (SELECT max(s.documents) FROM unnest(to_tsvector('english', u.v)) AS t
                      JOIN lexeme_stats s ON s.lexeme = t.lexeme) AS df
-             FROM unnest($1::text[]) AS w
-             WHERE numnode(websearch_to_tsquery('spanish', w)) > 0 OR w = ANY($9::text[])
+             FROM unnest($1::text[], $10::text[], $11::real[]) AS u(w, v, weight)
+             WHERE numnode(websearch_to_tsquery('spanish', u.w)) > 0 OR u.w = ANY($9::text[])
+         ),
+         -- A word too common to say much (or an English stop word) is dropped with its
+         -- synonyms; one the catalog lacks is kept when a synonym is there to bridge.
+         own AS (
+             SELECT w, df FROM variants
+             WHERE v = w AND numnode(websearch_to_tsquery('english', w)) > 0
+         ),
+         informative AS (
+             SELECT v.* FROM variants v JOIN own o USING (w), total
+             WHERE numnode(v.q) > 0 AND v.df <= $7::real * total.n
+               AND coalesce(o.df, 0) <= $7::real * total.n
+         ),
+         kept_words AS (
+             SELECT w FROM informative GROUP BY w
+             ORDER BY coalesce(min(df) FILTER (WHERE v = w), min(df)), w LIMIT $8
          ),
          kept AS (
-             SELECT w, q, ln(total.n / df) AS idf FROM words, total
-             WHERE numnode(q) > 0 AND df <= $7::real * total.n
-             ORDER BY df LIMIT $8
+             SELECT i.w, i.q, i.weight, ln(total.n / i.df) AS idf
+             FROM informative i JOIN kept_words USING (w), total
          ),
          query AS (
-             SELECT count(*) AS words, websearch_to_tsquery('english', $2) AS whole FROM kept
+             SELECT (SELECT count(*) FROM kept_words) AS words,
+                    websearch_to_tsquery('english', $2) AS whole
          ),
+         -- Per anime and query word, its best form: the word itself, or a synonym at a discount.
          term_hits AS (
-             SELECT d.anime_id, k.w, k.idf * ts_rank('{{0.1, 0.6, 0.8, 1.0}}', d.lexical, k.q) AS score,
-                    d.lexical
-             FROM kept k JOIN documents d ON d.lexical @@ k.q JOIN anime a ON a.id = d.anime_id
+             SELECT d.anime_id, k.w,
+                    max(k.weight * k.idf * ts_rank('{{0.1, 0.6, 0.8, 1.0}}', d.lexical, k.q)) AS score,
+                    max(k.weight) AS weight,
+                    bool_or(d.lexical @@ query.whole) AS whole
+             FROM kept k JOIN documents d ON d.lexical @@ k.q JOIN anime a ON a.id = d.anime_id,
+                  query
              WHERE true {filters}
+             GROUP BY d.anime_id, k.w
          ),
          text_hits AS (
              SELECT h.anime_id,
-                    (sum(h.score) + CASE WHEN bool_or(h.lexical @@ query.whole) THEN $4::real
-                                        ELSE 0 END)::real AS score,
-                    count(*)::real / greatest(query.words, 1) AS coverage,
+                    (sum(h.score) + CASE WHEN bool_or(h.whole) THEN $4::real ELSE 0 END)::real
+                        AS score,
+                    sum(h.weight)::real / greatest(query.words, 1) AS coverage,
                     array_agg(h.w ORDER BY h.score DESC) AS words
              FROM term_hits h, query
              GROUP BY h.anime_id, query.words
@@ -138,15 +165,17 @@ fn search_sql() -> String {
                 t.title AS matched_title
          FROM text_hits x FULL JOIN title_hits t USING (anime_id)
          ORDER BY score DESC, anime_id LIMIT $5",
-        filters = filters::sql(10)
+        filters = filters::sql(12)
     )
 }
 
 /// Changes whenever the lexical branch's SQL or constants do.
 pub fn fingerprint() -> String {
     let inputs = format!(
-        "{}|{ALL_WORDS_BONUS}|{TITLE_WEIGHT}|{MAX_WORD_SHARE}|{MAX_QUERY_WORDS}|{:?}",
+        "{}|{ALL_WORDS_BONUS}|{TITLE_WEIGHT}|{SYNONYM_WEIGHT}|{}|{}|{MAX_WORD_SHARE}|{MAX_QUERY_WORDS}|{:?}",
         search_sql(),
+        super::thesaurus::SENSES,
+        super::thesaurus::MAX_SYNONYMS,
         ENGLISH_WORDS_IN_SPANISH_STOPLIST
     );
     crate::catalog::document::hex(&sha2::Sha256::digest(inputs.as_bytes()))
@@ -160,15 +189,19 @@ pub async fn search(
     pool: &PgPool,
     query: &str,
     english: Option<&str>,
+    thesaurus: Option<&Thesaurus>,
     filters: &Filters,
     limit: usize,
 ) -> Result<Vec<LexicalHit>, sqlx::Error> {
     let Some(english) = english else {
-        return search_text(pool, query, filters, limit).await;
+        return search_text(pool, &forms(query, thesaurus), query, filters, limit).await;
     };
+    // Synonyms are English: a Spanish text's words are looked up as typed only ("mar" is not
+    // WordNet's "mar").
+    let (typed_forms, english_forms) = (forms(query, None), forms(english, thesaurus));
     let (typed, translated) = tokio::join!(
-        search_text(pool, query, filters, limit),
-        search_text(pool, english, filters, limit)
+        search_text(pool, &typed_forms, query, filters, limit),
+        search_text(pool, &english_forms, english, filters, limit)
     );
     Ok(better_of(typed?, translated?, limit))
 }
@@ -194,8 +227,26 @@ pub fn better_of(a: Vec<LexicalHit>, b: Vec<LexicalHit>, limit: usize) -> Vec<Le
     hits
 }
 
+/// The forms each word of `query` is looked up in: itself at full weight, then its synonyms at
+/// [`SYNONYM_WEIGHT`], as three parallel columns (word, form, weight).
+pub fn forms(query: &str, thesaurus: Option<&Thesaurus>) -> (Vec<String>, Vec<String>, Vec<f32>) {
+    let mut columns = (Vec::new(), Vec::new(), Vec::new());
+    for word in words(query) {
+        let synonyms = thesaurus.map(|t| t.synonyms(&word)).unwrap_or_default();
+        for (form, weight) in std::iter::once((word.clone(), 1.0))
+            .chain(synonyms.into_iter().map(|s| (s, SYNONYM_WEIGHT)))
+        {
+            columns.0.push(word.clone());
+            columns.1.push(form);
+            columns.2.push(weight);
+        }
+    }
+    columns
+}
+
 async fn search_text(
     pool: &PgPool,
+    (words, forms, weights): &(Vec<String>, Vec<String>, Vec<f32>),
     query: &str,
     filters: &Filters,
     limit: usize,
@@ -206,7 +257,7 @@ async fn search_text(
     // 10 ms); an unnamed statement is planned with its values every time.
     let query = sqlx::query_as::<_, LexicalHit>(&sql)
         .persistent(false)
-        .bind(words(query))
+        .bind(words)
         .bind(query)
         .bind(title_text(query))
         .bind(ALL_WORDS_BONUS)
@@ -214,7 +265,9 @@ async fn search_text(
         .bind(TITLE_WEIGHT)
         .bind(MAX_WORD_SHARE)
         .bind(MAX_QUERY_WORDS as i64)
-        .bind(ENGLISH_WORDS_IN_SPANISH_STOPLIST.map(String::from).to_vec());
+        .bind(ENGLISH_WORDS_IN_SPANISH_STOPLIST.map(String::from).to_vec())
+        .bind(forms)
+        .bind(weights);
     filters::bind(query, filters).fetch_all(pool).await
 }
 

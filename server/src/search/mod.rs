@@ -17,6 +17,7 @@ pub mod filters;
 pub mod fusion;
 pub mod lexical;
 pub mod rerank;
+pub mod thesaurus;
 pub mod translate;
 pub mod vector;
 pub mod vectors;
@@ -177,6 +178,8 @@ pub struct SearchEngine {
     embedder: Arc<dyn Embedder>,
     /// Reads Spanish queries in English too; `None`: queries are searched as typed.
     translator: Option<Arc<translate::Translator>>,
+    /// English synonyms for the lexical branch; `None`: words match only themselves.
+    thesaurus: Option<Arc<thesaurus::Thesaurus>>,
     reranker: Arc<dyn rerank::Reranker>,
     budgets: Budgets,
     /// Read and write the query-vector and results caches (off: measure the pipeline itself).
@@ -221,6 +224,7 @@ impl SearchEngine {
             pool,
             embedder,
             translator: None,
+            thesaurus: None,
             reranker: Arc::new(rerank::LocalReranker::default()),
             budgets: Budgets::default(),
             caches: true,
@@ -241,6 +245,12 @@ impl SearchEngine {
     /// Spanish queries are also searched in English through `translator`.
     pub fn with_translator(mut self, translator: Option<Arc<translate::Translator>>) -> Self {
         self.translator = translator;
+        self
+    }
+
+    /// English query words also match their synonyms in `thesaurus`.
+    pub fn with_thesaurus(mut self, thesaurus: Option<Arc<thesaurus::Thesaurus>>) -> Self {
+        self.thesaurus = thesaurus;
         self
     }
 
@@ -405,6 +415,7 @@ impl SearchEngine {
                 &self.reads,
                 &query,
                 translation.as_deref(),
+                self.thesaurus.as_deref(),
                 filters,
                 BRANCH_LIMIT,
             )
@@ -518,7 +529,15 @@ impl SearchEngine {
             .translator
             .as_ref()
             .map_or_else(|| "typed".to_string(), |t| t.fingerprint());
-        cache::pipeline_fingerprint(self.embedder.model(), &self.reranker.name(), &translator)
+        let words = match self.thesaurus {
+            Some(_) => "synonyms",
+            None => "words",
+        };
+        cache::pipeline_fingerprint(
+            self.embedder.model(),
+            &self.reranker.name(),
+            &format!("{translator}|{words}"),
+        )
     }
 
     /// The page stored under `key`, marked as cached, when the caches are on and hold it.

@@ -12,6 +12,7 @@ use server::{
         SearchEngine,
         e5::{self, Encoder},
         embedder::{Embedder, LocalEmbedder},
+        thesaurus::{self, Thesaurus},
         translate::{DEBIAN_DATA_DIR, Translator},
         vectors::{VectorCache, embed_missing},
     },
@@ -76,6 +77,14 @@ pub fn translator() -> Arc<Translator> {
     )
 }
 
+/// Debian's WordNet, which the tests need as the server does.
+pub fn thesaurus() -> Arc<Thesaurus> {
+    Arc::new(
+        Thesaurus::load(std::path::Path::new(thesaurus::DEBIAN_DATA_DIR))
+            .expect("wordnet-base is installed (scripts/test installs it when missing)"),
+    )
+}
+
 /// The demo catalog (257 anime) with its vectors, and a search engine over it configured as the
 /// server runs it (Spanish queries translated). Vectors go through the disk cache one test at a
 /// time, so only the first test on a fresh machine computes them.
@@ -99,7 +108,9 @@ pub async fn demo_engine(pool: &PgPool) -> SearchEngine {
         // 0 when this database already has them (a second app in one test).
         assert!([0, 257].contains(&report.missing), "{}", report.missing);
     }
-    SearchEngine::new(pool.clone(), embedder).with_translator(Some(translator()))
+    SearchEngine::new(pool.clone(), embedder)
+        .with_translator(Some(translator()))
+        .with_thesaurus(Some(thesaurus()))
 }
 
 /// A running app on an ephemeral port (the demo catalog behind it), for HTTP tests.

@@ -12,7 +12,7 @@ use server::{
         Budgets, CONFIDENT_MARGIN, SearchEngine, SearchError, cache,
         embedder::{EmbedError, Embedder, OpenAiEmbedder},
         fused_margin, fusion,
-        lexical::LexicalHit,
+        lexical::{self, LexicalHit},
         rerank::{self, LlmReranker},
         vector,
         vectors::embed_missing,
@@ -20,7 +20,7 @@ use server::{
 };
 use sqlx::PgPool;
 
-use crate::common::{MOB_PSYCHO_III, MODEL, demo_engine, local_embedder};
+use crate::common::{MOB_PSYCHO_III, MODEL, demo_engine, local_embedder, thesaurus};
 
 const MUSHISHI: i32 = 457;
 const SPIRITED_AWAY: i32 = 199;
@@ -60,6 +60,56 @@ async fn the_briefs_example_keeps_mushishi_near_the_top(pool: PgPool) {
             "{query:?}: top 10 {top:?}"
         );
     }
+}
+
+/// "magician" is in no demo document; WordNet's second sense of it holds "sorcerer" and
+/// "wizard", which are. The synonym's match counts half (coverage 0.5 for a one-word query).
+#[sqlx::test(migrations = "../migrations")]
+async fn an_english_word_matches_documents_through_its_synonyms(pool: PgPool) {
+    catalog::ingest(&pool, &catalog::import::demo_catalog(), false, MODEL, None)
+        .await
+        .unwrap();
+    let filters = Filters::default();
+    let query = "a magician";
+    let plain = lexical::search(&pool, query, None, None, &filters, 50)
+        .await
+        .unwrap();
+    assert!(plain.is_empty(), "{plain:?}");
+    let thesaurus = thesaurus();
+    let hits = lexical::search(&pool, query, None, Some(&thesaurus), &filters, 50)
+        .await
+        .unwrap();
+    assert!(!hits.is_empty());
+    let holding: Vec<i32> = sqlx::query_scalar(
+        "SELECT anime_id FROM documents
+         WHERE lexical @@ to_tsquery('english', 'sorcerer | wizard') ORDER BY anime_id",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    for hit in &hits {
+        assert_eq!(hit.matched_words, ["magician"], "{hit:?}");
+        assert_eq!(hit.coverage, 0.5, "{hit:?}");
+    }
+    let mut found = lexical_ids(&hits);
+    found.sort();
+    assert!(
+        holding.iter().all(|id| found.contains(id)),
+        "{holding:?} {found:?}"
+    );
+    // A Spanish query reaches the synonyms through its English reading.
+    let spanish = lexical::search(
+        &pool,
+        "un mago",
+        Some("a magician"),
+        Some(&thesaurus),
+        &filters,
+        50,
+    )
+    .await
+    .unwrap();
+    let spanish = lexical_ids(&spanish);
+    assert!(found.iter().all(|id| spanish.contains(id)), "{spanish:?}");
 }
 
 #[sqlx::test(migrations = "../migrations")]
