@@ -133,8 +133,12 @@ impl Thesaurus {
 
     /// The database in `dir`, or `None` (logged) when it is missing or unreadable.
     pub fn load_or_warn(dir: &Path) -> Option<Self> {
+        let began = std::time::Instant::now();
         match Self::load(dir) {
-            Ok(thesaurus) => Some(thesaurus),
+            Ok(thesaurus) => {
+                tracing::info!(lemmas = thesaurus.synonyms.len(), took = ?began.elapsed(), "WordNet loaded");
+                Some(thesaurus)
+            }
             Err(error) => {
                 tracing::warn!(%error, "no WordNet (apt-get install wordnet-base): query words match only themselves");
                 None

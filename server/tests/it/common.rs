@@ -77,12 +77,18 @@ pub fn translator() -> Arc<Translator> {
     )
 }
 
-/// Debian's WordNet, which the tests need as the server does.
+/// Debian's WordNet, which the tests need as the server does; read once per test binary (a
+/// second in a debug build).
 pub fn thesaurus() -> Arc<Thesaurus> {
-    Arc::new(
-        Thesaurus::load(std::path::Path::new(thesaurus::DEBIAN_DATA_DIR))
-            .expect("wordnet-base is installed (scripts/test installs it when missing)"),
-    )
+    static THESAURUS: std::sync::OnceLock<Arc<Thesaurus>> = std::sync::OnceLock::new();
+    THESAURUS
+        .get_or_init(|| {
+            Arc::new(
+                Thesaurus::load(std::path::Path::new(thesaurus::DEBIAN_DATA_DIR))
+                    .expect("wordnet-base is installed (scripts/test installs it when missing)"),
+            )
+        })
+        .clone()
 }
 
 /// The demo catalog (257 anime) with its vectors, and a search engine over it configured as the
