@@ -1,9 +1,11 @@
 //! What a description says about an anime besides its story: when it was made ("de los 70",
-//! "80s stuff", "old 1979 robot series") and what it is ("la película donde…", "the season
-//! where…"). People remember these as surely as the plot, and neither the embedder nor the word
-//! index weighs them: a synopsis rarely says "1980s" or "film". The local reranker adds a bonus
-//! to candidates that match them (see `rerank::LocalReranker::features`), which is all they do:
-//! they never filter, because a remembered decade or format is sometimes wrong.
+//! "80s stuff", "old 1979 robot series"), what it is ("la película donde…", "the season
+//! where…") and what kind of story ("de terror", "una comedia", "algo tranquilo"). People
+//! remember these as surely as the plot, and neither the embedder nor the word index weighs them
+//! well: a synopsis rarely says "1980s" or "film", and the genres are one short field among many
+//! words. The local reranker adds a bonus to candidates that match them (see
+//! `rerank::LocalReranker::features`), which is all they do: they never filter, because a
+//! remembered decade or format is sometimes wrong.
 
 /// The era and format a query mentions, in Spanish or English.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -13,6 +15,8 @@ pub struct QueryCues {
     pub eras: Vec<(i32, i32)>,
     /// The kind of entry the query names, if any.
     pub format: Option<FormatCue>,
+    /// AniList genres the query names, in words of either language ("de terror": Horror).
+    pub genres: Vec<&'static str>,
 }
 
 /// Kinds of entry people name in a description.
@@ -65,6 +69,192 @@ const MOVIE_WORDS: [&str; 8] = [
 const SERIES_WORDS: [&str; 5] = ["serie", "series", "temporada", "season", "show"];
 const OVA_WORDS: [&str; 2] = ["ova", "ovas"];
 
+/// AniList genres and the words, in Spanish and English, that name them in a description. Calm
+/// is what fans mean by slice of life ("algo tranquilo", "something relaxing").
+const GENRE_WORDS: [(&str, &[&str]); 17] = [
+    (
+        "Horror",
+        &[
+            "terror",
+            "miedo",
+            "horror",
+            "scary",
+            "creepy",
+            "espeluznante",
+            "gore",
+        ],
+    ),
+    (
+        "Comedy",
+        &[
+            "comedia",
+            "chistoso",
+            "chistosa",
+            "gracioso",
+            "graciosa",
+            "divertido",
+            "divertida",
+            "funny",
+            "comedy",
+            "hilarious",
+            "hilarante",
+        ],
+    ),
+    (
+        "Romance",
+        &[
+            "romance",
+            "romántica",
+            "romántico",
+            "romantica",
+            "romantico",
+            "romantic",
+            "love story",
+        ],
+    ),
+    (
+        "Sports",
+        &[
+            "deporte",
+            "deportes",
+            "fútbol",
+            "futbol",
+            "béisbol",
+            "beisbol",
+            "básquet",
+            "basquet",
+            "baloncesto",
+            "boxeo",
+            "voleibol",
+            "tenis",
+            "sports",
+            "soccer",
+            "baseball",
+            "basketball",
+            "boxing",
+            "volleyball",
+            "tennis",
+        ],
+    ),
+    (
+        "Mecha",
+        &["robot", "robots", "mecha", "mechas", "mech", "mechs"],
+    ),
+    (
+        "Music",
+        &[
+            "música", "musica", "banda", "cantante", "idol", "idols", "music", "band", "singer",
+        ],
+    ),
+    (
+        "Mystery",
+        &[
+            "misterio",
+            "misterios",
+            "detective",
+            "detectives",
+            "mystery",
+            "mysteries",
+        ],
+    ),
+    (
+        "Sci-Fi",
+        &[
+            "espacio",
+            "espacial",
+            "ciencia ficción",
+            "ciencia ficcion",
+            "space",
+            "sci-fi",
+            "science fiction",
+        ],
+    ),
+    (
+        "Mahou Shoujo",
+        &[
+            "chicas mágicas",
+            "chica mágica",
+            "chicas magicas",
+            "chica magica",
+            "magical girl",
+            "magical girls",
+        ],
+    ),
+    (
+        "Psychological",
+        &[
+            "psicológico",
+            "psicologico",
+            "psicológica",
+            "psicologica",
+            "psychological",
+        ],
+    ),
+    ("Thriller", &["thriller", "suspenso", "suspense"]),
+    (
+        "Slice of Life",
+        &[
+            "vida cotidiana",
+            "slice of life",
+            "tranquilo",
+            "tranquila",
+            "calm",
+            "relajante",
+            "relaxing",
+        ],
+    ),
+    (
+        "Fantasy",
+        &[
+            "magia",
+            "fantasía",
+            "fantasia",
+            "fantasy",
+            "dragones",
+            "dragons",
+            "elfa",
+            "elfo",
+            "elf",
+        ],
+    ),
+    (
+        "Supernatural",
+        &[
+            "fantasma",
+            "fantasmas",
+            "espíritu",
+            "espíritus",
+            "espiritus",
+            "ghost",
+            "ghosts",
+            "spirit",
+            "spirits",
+            "yokai",
+            "youkai",
+        ],
+    ),
+    (
+        "Adventure",
+        &["aventura", "aventuras", "adventure", "adventures"],
+    ),
+    (
+        "Drama",
+        &[
+            "drama",
+            "dramática",
+            "triste",
+            "tristísimo",
+            "tristisimo",
+            "sad",
+            "tearjerker",
+        ],
+    ),
+    (
+        "Action",
+        &["acción", "accion", "action", "peleas", "fights"],
+    ),
+];
+
 impl QueryCues {
     /// The cues of `query` (any case; words are split at anything but letters, digits and `'`).
     pub fn read(query: &str) -> Self {
@@ -100,7 +290,31 @@ impl QueryCues {
         } else {
             None
         };
-        Self { eras, format }
+        // Phrases are matched on whole words: the words joined by single spaces, padded.
+        let spaced = format!(" {} ", words.join(" "));
+        let genres = GENRE_WORDS
+            .iter()
+            .filter(|(_, said)| said.iter().any(|w| spaced.contains(&format!(" {w} "))))
+            .map(|(genre, _)| *genre)
+            .collect();
+        Self {
+            eras,
+            format,
+            genres,
+        }
+    }
+
+    /// Share of the genres the query names that an entry of `genres` has (0 when it names none).
+    pub fn genre_share(&self, genres: &[String]) -> f64 {
+        if self.genres.is_empty() {
+            return 0.0;
+        }
+        let held = self
+            .genres
+            .iter()
+            .filter(|g| genres.iter().any(|have| have == *g))
+            .count();
+        held as f64 / self.genres.len() as f64
     }
 
     /// Whether an entry from `year` falls in an era the query names (never when it names none
@@ -218,6 +432,30 @@ mod tests {
             QueryCues::read("una chica en silla de ruedas"),
             QueryCues::default()
         );
+    }
+
+    #[test]
+    fn genres_are_read_from_words_and_phrases_of_both_languages() {
+        let genres = |q: &str| QueryCues::read(q).genres;
+        assert_eq!(
+            genres("algo tranquilo, de alguien que viaja"),
+            ["Slice of Life"]
+        );
+        assert_eq!(
+            genres("una película de terror con robots"),
+            ["Horror", "Mecha"]
+        );
+        assert_eq!(
+            genres("Magical girls who fight, a sad one"),
+            ["Mahou Shoujo", "Drama"]
+        );
+        // Whole words only: "banda" is a band, "bandada" (a flock) is not.
+        assert!(genres("una bandada de pájaros").is_empty());
+        let cues = QueryCues::read("una comedia romántica");
+        let has = |list: &[&str]| list.iter().map(|g| g.to_string()).collect::<Vec<_>>();
+        assert_eq!(cues.genre_share(&has(&["Comedy", "Romance", "Drama"])), 1.0);
+        assert_eq!(cues.genre_share(&has(&["Comedy"])), 0.5);
+        assert_eq!(QueryCues::read("a boy").genre_share(&has(&["Comedy"])), 0.0);
     }
 
     #[test]

@@ -38,6 +38,8 @@ pub struct Candidate {
     pub era_match: bool,
     /// The candidate is of the format the query names ("la película donde…").
     pub format_match: bool,
+    /// Share of the genres the query names that the candidate has ("de terror": Horror).
+    pub genre_match: f64,
     /// Compact text for a language model: title, year, format, the start of the synopsis, tags.
     pub summary: String,
 }
@@ -95,6 +97,7 @@ struct CandidateFacts {
     popularity: Option<i32>,
     year: Option<i32>,
     format: Option<String>,
+    genres: Vec<String>,
     summary: String,
 }
 
@@ -131,6 +134,7 @@ pub async fn candidates(
     }
     let facts: HashMap<i32, CandidateFacts> = sqlx::query_as::<_, CandidateFacts>(
         "SELECT a.id, a.popularity, coalesce(a.season_year, a.start_year) AS year, a.format,
+                a.genres,
                 concat_ws('. ',
                     concat_ws(' / ', coalesce(a.title_romaji, a.title_native), a.title_english),
                     concat_ws(', ', a.format, coalesce(a.season_year, a.start_year)::text),
@@ -174,6 +178,7 @@ pub async fn candidates(
                 popularity: fact.and_then(|f| f.popularity).unwrap_or(0),
                 era_match: fact.is_some_and(|f| cues.era_matches(f.year)),
                 format_match: fact.is_some_and(|f| cues.format_matches(f.format.as_deref())),
+                genre_match: fact.map_or(0.0, |f| cues.genre_share(&f.genres)),
                 summary: fact.map(|f| f.summary.clone()).unwrap_or_default(),
             }
         })
@@ -191,6 +196,7 @@ pub struct Weights {
     pub popularity: f64,
     pub era: f64,
     pub format: f64,
+    pub genre: f64,
 }
 
 /// Fitted on both evaluation sets together (`server/data/eval_cases.json` and
@@ -201,7 +207,7 @@ pub struct Weights {
 /// earlier numbers). Popularity weighs heavily: of two anime that fit a description, people mostly mean the well-known one.
 /// The era and format weights were fitted afterwards with the others held (in 5-fold
 /// cross-validation on both sets every fold chose 8 for the era, four of five 4 for the format;
-/// `docs/measurements.md`).
+/// `docs/measurements.md`), then the genre weight with those held (four folds of five chose 2).
 pub const FITTED: Weights = Weights {
     cosine: 1.0,
     passage: 2.0,
@@ -211,10 +217,11 @@ pub const FITTED: Weights = Weights {
     popularity: 16.0,
     era: 8.0,
     format: 4.0,
+    genre: 2.0,
 };
 
 /// Evidence the local reranker weighs per candidate (see [`LocalReranker::features`]).
-pub const FEATURES: usize = 8;
+pub const FEATURES: usize = 9;
 
 /// Reorders candidates by a weighted sum of their evidence; no model call, microseconds.
 #[derive(Debug, Clone, Copy)]
@@ -233,8 +240,9 @@ impl LocalReranker {
     /// cosine, each minus the best among the candidates (≤ 0, in units of 0.01: e5's cosines
     /// crowd between 0.75 and 0.9; a candidate without one gets -10), title similarity (0–1),
     /// word coverage (0–1), RRF score over the best RRF score (0–1), log10 of popularity over
-    /// 6 (AniList's most popular titles have a few million members), and 1 when the candidate is
-    /// from the era, and 1 when it is of the format, the query names (else 0).
+    /// 6 (AniList's most popular titles have a few million members), 1 when the candidate is
+    /// from the era, and 1 when it is of the format, the query names (else 0), and the share of
+    /// the genres the query names that it has (0–1).
     pub fn features(candidates: &[Candidate]) -> Vec<[f64; FEATURES]> {
         let relative = |pick: fn(&Candidate) -> Option<f64>| {
             let best = candidates
@@ -269,6 +277,7 @@ impl LocalReranker {
                     popularity,
                     f64::from(u8::from(c.era_match)),
                     f64::from(u8::from(c.format_match)),
+                    c.genre_match,
                 ]
             })
             .collect()
@@ -284,6 +293,7 @@ impl LocalReranker {
             + w.popularity * features[5]
             + w.era * features[6]
             + w.format * features[7]
+            + w.genre * features[8]
     }
 
     /// Candidate ids in the new order (ties keep the fused order).
@@ -305,8 +315,8 @@ impl LocalReranker {
 /// Grid search for the weights that maximise mean reciprocal rank over `cases` (each: the
 /// candidates and the expected ids). The cosine weight is fixed at 1 (scores only compare
 /// within a query, so one weight can be fixed). The five retrieval weights are searched together
-/// with the era and format weights held; then those two with the five held (one grid over all
-/// seven would be 8^7 = 2 million weightings per fold).
+/// with the cue weights (era, format, genre) held; then those three with the five held (one grid
+/// over all eight would be 8^8 = 17 million weightings per fold).
 pub fn fit(cases: &[(Vec<Candidate>, Vec<i32>)]) -> (Weights, f64) {
     let prepared: Vec<(Vec<[f64; FEATURES]>, Vec<bool>)> = cases
         .iter()
@@ -348,14 +358,17 @@ pub fn fit(cases: &[(Vec<Candidate>, Vec<i32>)]) -> (Weights, f64) {
     let retrieval = best.0;
     for &era in &grid {
         for &format in &grid {
-            let weights = Weights {
-                era,
-                format,
-                ..retrieval
-            };
-            let mrr = mean_reciprocal_rank(&LocalReranker { weights }, &prepared);
-            if mrr > best.1 + 1e-12 {
-                best = (weights, mrr);
+            for &genre in &grid {
+                let weights = Weights {
+                    era,
+                    format,
+                    genre,
+                    ..retrieval
+                };
+                let mrr = mean_reciprocal_rank(&LocalReranker { weights }, &prepared);
+                if mrr > best.1 + 1e-12 {
+                    best = (weights, mrr);
+                }
             }
         }
     }
@@ -519,6 +532,7 @@ mod tests {
             popularity: 0,
             era_match: false,
             format_match: false,
+            genre_match: 0.0,
             summary: String::new(),
         }
     }
