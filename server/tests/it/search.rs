@@ -945,8 +945,9 @@ async fn a_sequels_rerank_summary_carries_its_franchise_premise(pool: PgPool) {
     );
 }
 
-/// The era and format a query names are read against each candidate's stored year and format:
-/// "la temporada de 2022" matches the 2022 series by era and every TV series by format.
+/// The era, format and genres a query names are read against each candidate's stored row:
+/// "la temporada de 2022" matches the 2022 series by era and every TV series by format;
+/// "una comedia de terror" names two genres, of which Mob Psycho has Comedy.
 #[sqlx::test(migrations = "../migrations")]
 async fn candidates_know_whether_they_have_the_era_format_and_genres_the_query_names(pool: PgPool) {
     let (root, fused) = mob_psycho_iii_and_its_root(&pool).await;
@@ -958,36 +959,23 @@ async fn candidates_know_whether_they_have_the_era_format_and_genres_the_query_n
                 .await
                 .unwrap()
                 .into_iter()
-                .map(|c| (c.anime_id, (c.era_match, c.format_match)))
+                .map(|c| (c.anime_id, (c.era_match, c.format_match, c.genre_match)))
                 .collect::<std::collections::HashMap<_, _>>()
         }
     };
     let season = read("mob psycho, la temporada de 2022").await;
-    assert_eq!(season[&MOB_PSYCHO_III], (true, true));
+    assert_eq!(season[&MOB_PSYCHO_III], (true, true, 0.0));
     assert_eq!(
         season[&root],
-        (false, true),
+        (false, true, 0.0),
         "the 2016 series: a TV series, not from 2022"
     );
     let film = read("la película de mob psycho de los 80").await;
-    assert_eq!(film[&MOB_PSYCHO_III], (false, false));
+    assert_eq!(film[&MOB_PSYCHO_III], (false, false, 0.0));
     let plain = read("mob psycho").await;
-    assert_eq!(plain[&MOB_PSYCHO_III], (false, false));
-    // Genres: the share of those the query names that the stored row has (Comedy, not Horror).
-    let genres = |query: &'static str| {
-        let pool = pool.clone();
-        let fused = fused.clone();
-        async move {
-            rerank::candidates(&pool, MODEL, query, None, &fused, &[], &[])
-                .await
-                .unwrap()
-                .into_iter()
-                .find(|c| c.anime_id == MOB_PSYCHO_III)
-                .unwrap()
-                .genre_match
-        }
-    };
-    assert_eq!(genres("mob psycho, una comedia de terror").await, 0.5);
-    assert_eq!(genres("mob psycho, la comedia").await, 1.0);
-    assert_eq!(genres("mob psycho").await, 0.0);
+    assert_eq!(plain[&MOB_PSYCHO_III], (false, false, 0.0));
+    let comedy = read("mob psycho, una comedia de terror").await;
+    assert_eq!(comedy[&MOB_PSYCHO_III], (false, false, 0.5));
+    let comedy = read("mob psycho, la comedia").await;
+    assert_eq!(comedy[&MOB_PSYCHO_III], (false, false, 1.0));
 }
