@@ -4,8 +4,9 @@
 //! [`LocalReranker`] (the default, no key) scores each candidate by a weighted sum of evidence
 //! the retrieval already has or can read in one query: cosine similarity to the query (also for
 //! candidates only the lexical branch found), title similarity, the share of the query's words
-//! the document holds, the fused (RRF) score, a popularity prior, and whether the candidate is
-//! from the era and of the format the query names ([`super::cues`]). The weights were fitted on
+//! the document holds, the fused (RRF) score, a popularity prior, whether the candidate is from
+//! the era and of the format the query names, and how many of the genres it names the candidate
+//! has ([`super::cues`]). The weights were fitted on
 //! the evaluation sets (`server eval --fit`); the eval report shows what it gains over plain RRF.
 
 use std::collections::HashMap;
