@@ -87,7 +87,8 @@ pub struct LexicalHit {
     pub title_similarity: f32,
     /// Share of the query's (non stop) words the document holds.
     pub coverage: f32,
-    /// The query's words the document holds (of those searched for), best scoring first.
+    /// The query's words the document holds (of those searched for), best scoring first; a word
+    /// matched through a synonym is followed by it: "magician (sorcerer)".
     pub matched_words: Vec<String>,
     /// The title the query matched by trigram similarity, if one did.
     pub matched_title: Option<String>,
@@ -121,30 +122,35 @@ fn search_sql() -> String {
              ORDER BY coalesce(min(df) FILTER (WHERE v = w), min(df)), w LIMIT $8
          ),
          kept AS (
-             SELECT i.w, i.q, i.weight, ln(total.n / i.df) AS idf
+             SELECT i.w, i.v, i.q, i.weight, ln(total.n / i.df) AS idf
              FROM informative i JOIN kept_words USING (w), total
          ),
          query AS (
              SELECT (SELECT count(*) FROM kept_words) AS words,
                     websearch_to_tsquery('english', $2) AS whole
          ),
-         -- Per anime and query word, its best form: the word itself, or a synonym at a discount.
-         term_hits AS (
-             SELECT d.anime_id, k.w,
-                    max(k.weight * k.idf * ts_rank('{{0.1, 0.6, 0.8, 1.0}}', d.lexical, k.q)) AS score,
-                    max(k.weight) AS weight,
-                    bool_or(d.lexical @@ query.whole) AS whole
+         form_hits AS (
+             SELECT d.anime_id, k.w, k.v, k.weight,
+                    k.weight * k.idf * ts_rank('{{0.1, 0.6, 0.8, 1.0}}', d.lexical, k.q) AS score,
+                    d.lexical @@ query.whole AS whole
              FROM kept k JOIN documents d ON d.lexical @@ k.q JOIN anime a ON a.id = d.anime_id,
                   query
              WHERE true {filters}
-             GROUP BY d.anime_id, k.w
+         ),
+         -- Per anime and query word, its best form: the word itself, or a synonym at a discount
+         -- (named beside the word, so the page can say which one matched).
+         term_hits AS (
+             SELECT anime_id, w, max(score) AS score, max(weight) AS weight, bool_or(whole) AS whole,
+                    (array_agg(v ORDER BY weight DESC, score DESC))[1] AS form
+             FROM form_hits GROUP BY anime_id, w
          ),
          text_hits AS (
              SELECT h.anime_id,
                     (sum(h.score) + CASE WHEN bool_or(h.whole) THEN $4::real ELSE 0 END)::real
                         AS score,
                     sum(h.weight)::real / greatest(query.words, 1) AS coverage,
-                    array_agg(h.w ORDER BY h.score DESC) AS words
+                    array_agg(CASE WHEN h.form = h.w THEN h.w ELSE h.w || ' (' || h.form || ')' END
+                              ORDER BY h.score DESC) AS words
              FROM term_hits h, query
              GROUP BY h.anime_id, query.words
              ORDER BY score DESC LIMIT 200
