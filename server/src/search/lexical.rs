@@ -200,11 +200,21 @@ pub async fn search(
     limit: usize,
 ) -> Result<Vec<LexicalHit>, sqlx::Error> {
     let Some(english) = english else {
-        return search_text(pool, &forms(query, thesaurus), query, filters, limit).await;
+        return search_text(
+            pool,
+            &WordForms::of(query, thesaurus),
+            query,
+            filters,
+            limit,
+        )
+        .await;
     };
     // Synonyms are English: a Spanish text's words are looked up as typed only ("mar" is not
     // WordNet's "mar").
-    let (typed_forms, english_forms) = (forms(query, None), forms(english, thesaurus));
+    let (typed_forms, english_forms) = (
+        WordForms::of(query, None),
+        WordForms::of(english, thesaurus),
+    );
     let (typed, translated) = tokio::join!(
         search_text(pool, &typed_forms, query, filters, limit),
         search_text(pool, &english_forms, english, filters, limit)
@@ -233,26 +243,35 @@ pub fn better_of(a: Vec<LexicalHit>, b: Vec<LexicalHit>, limit: usize) -> Vec<Le
     hits
 }
 
-/// The forms each word of `query` is looked up in: itself at full weight, then its synonyms at
-/// [`SYNONYM_WEIGHT`], as three parallel columns (word, form, weight).
-pub fn forms(query: &str, thesaurus: Option<&Thesaurus>) -> (Vec<String>, Vec<String>, Vec<f32>) {
-    let mut columns = (Vec::new(), Vec::new(), Vec::new());
-    for word in words(query) {
-        let synonyms = thesaurus.map(|t| t.synonyms(&word)).unwrap_or_default();
-        for (form, weight) in std::iter::once((word.clone(), 1.0))
-            .chain(synonyms.into_iter().map(|s| (s, SYNONYM_WEIGHT)))
-        {
-            columns.0.push(word.clone());
-            columns.1.push(form);
-            columns.2.push(weight);
+/// The forms each word of a query is looked up in, as three parallel columns (bound as arrays):
+/// the word itself at full weight, then each of its synonyms at [`SYNONYM_WEIGHT`].
+#[derive(Debug, Default, PartialEq)]
+struct WordForms {
+    words: Vec<String>,
+    forms: Vec<String>,
+    weights: Vec<f32>,
+}
+
+impl WordForms {
+    fn of(query: &str, thesaurus: Option<&Thesaurus>) -> Self {
+        let mut columns = Self::default();
+        for word in words(query) {
+            let synonyms = thesaurus.map(|t| t.synonyms(&word)).unwrap_or_default();
+            for (form, weight) in std::iter::once((word.clone(), 1.0))
+                .chain(synonyms.into_iter().map(|s| (s, SYNONYM_WEIGHT)))
+            {
+                columns.words.push(word.clone());
+                columns.forms.push(form);
+                columns.weights.push(weight);
+            }
         }
+        columns
     }
-    columns
 }
 
 async fn search_text(
     pool: &PgPool,
-    (words, forms, weights): &(Vec<String>, Vec<String>, Vec<f32>),
+    forms: &WordForms,
     query: &str,
     filters: &Filters,
     limit: usize,
@@ -263,7 +282,7 @@ async fn search_text(
     // 10 ms); an unnamed statement is planned with its values every time.
     let query = sqlx::query_as::<_, LexicalHit>(&sql)
         .persistent(false)
-        .bind(words)
+        .bind(&forms.words)
         .bind(query)
         .bind(title_text(query))
         .bind(ALL_WORDS_BONUS)
@@ -272,8 +291,8 @@ async fn search_text(
         .bind(MAX_WORD_SHARE)
         .bind(MAX_QUERY_WORDS as i64)
         .bind(ENGLISH_WORDS_IN_SPANISH_STOPLIST.map(String::from).to_vec())
-        .bind(forms)
-        .bind(weights);
+        .bind(&forms.forms)
+        .bind(&forms.weights);
     filters::bind(query, filters).fetch_all(pool).await
 }
 
@@ -289,6 +308,14 @@ mod tests {
         );
         assert_eq!(words("進撃の巨人 s2"), ["進撃の巨人", "s2"]);
         assert!(words("& | ! <-> :*").is_empty());
+    }
+
+    #[test]
+    fn without_a_thesaurus_each_word_is_its_only_form() {
+        let forms = WordForms::of("Calm sea, calm", None);
+        assert_eq!(forms.words, ["calm", "sea"]);
+        assert_eq!(forms.forms, forms.words);
+        assert_eq!(forms.weights, [1.0, 1.0]);
     }
 
     #[test]
