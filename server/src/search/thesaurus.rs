@@ -147,7 +147,7 @@ impl Thesaurus {
     }
 
     /// Single-word synonyms of `word` (lower case, any inflection), at most [`MAX_SYNONYMS`]:
-    /// the words of its lemmas' first senses, nouns first, then verbs, adjectives and adverbs.
+    /// the words of its lemmas' first senses, taken in turns across parts of speech.
     pub fn synonyms(&self, word: &str) -> Vec<String> {
         let word = word.to_lowercase();
         // Each part of speech's synonyms, most frequent sense first; then taken in turns, so
