@@ -50,11 +50,17 @@ fn normalise_once(query: &str) -> String {
 
 /// Everything that shapes a results page besides the query and the catalog: the models, the
 /// constants of each stage, and a revision number for code changes the constants miss.
-pub fn pipeline_fingerprint(embedding_model: &str, reranker: &str, translator: &str) -> String {
+/// `synonyms` says whether English words also match their WordNet synonyms.
+pub fn pipeline_fingerprint(
+    embedding_model: &str,
+    reranker: &str,
+    translator: &str,
+    synonyms: bool,
+) -> String {
     // The vector branch's SQL and weights too: a change there changes pages.
     let vector = super::vector::fingerprint(embedding_model);
     format!(
-        "r{PIPELINE_REVISION}|{embedding_model}|{reranker}|{translator}|k{}|b{BRANCH_LIMIT}|p{PAGE_SIZE}|c{CONFIDENT_MARGIN}|n{}|{:?}|{}|s{}|{}",
+        "r{PIPELINE_REVISION}|{embedding_model}|{reranker}|{translator}|w{synonyms}|k{}|b{BRANCH_LIMIT}|p{PAGE_SIZE}|c{CONFIDENT_MARGIN}|n{}|{:?}|{}|s{}|{}",
         fusion::K,
         rerank::CANDIDATES,
         rerank::FITTED,

@@ -529,14 +529,11 @@ impl SearchEngine {
             .translator
             .as_ref()
             .map_or_else(|| "typed".to_string(), |t| t.fingerprint());
-        let words = match self.thesaurus {
-            Some(_) => "synonyms",
-            None => "words",
-        };
         cache::pipeline_fingerprint(
             self.embedder.model(),
             &self.reranker.name(),
-            &format!("{translator}|{words}"),
+            &translator,
+            self.thesaurus.is_some(),
         )
     }
 
