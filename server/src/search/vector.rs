@@ -21,7 +21,7 @@ use super::{
 /// LIMIT asked for), and the iterative scan that keeps walking when filters reject rows.
 /// `set_config(…, true)` is `SET LOCAL` as a plain query (a `raw_sql` future trips rustc's
 /// higher-ranked `Send` check inside axum handlers).
-const INDEX_SETTINGS: &str = "SELECT set_config('hnsw.ef_search', '100', true),
+const INDEX_SETTINGS: &str = "SELECT set_config('hnsw.ef_search', '200', true),
     set_config('hnsw.iterative_scan', 'relaxed_order', true)";
 
 /// The models that have an HNSW index (migration `…_search.sql`), with their dimensions.
@@ -47,14 +47,16 @@ fn index_terms(model: &str) -> Result<(&'static str, usize), VectorError> {
         .ok_or_else(|| VectorError::UnknownModel(model.to_string()))
 }
 
-/// The SQL of an HNSW walk over `table` (`embeddings` or `passage_embeddings`): `$1` the query
-/// vector, `$2` the rows to take, then the filters; the anime found, nearest first (an anime may
-/// come more than once from passages).
-fn walk_sql(model: &str, table: &str) -> Result<String, VectorError> {
+/// The SQL of the document walk of [`search`]: `$1` the query vector, `$2` the rows to take,
+/// then the filters; one row per anime, nearest first, with its document cosine and popularity
+/// (the nearest passage is read afterwards, for those the passage walk did not bring).
+pub fn search_sql(model: &str) -> Result<String, VectorError> {
     let (name, dimension) = index_terms(model)?;
     Ok(format!(
-        "SELECT e.anime_id
-         FROM {table} e JOIN anime a ON a.id = e.anime_id
+        "SELECT e.anime_id, coalesce(a.popularity, 0) AS popularity,
+                1 - (e.embedding::vector({dimension}) <=> $1::vector({dimension})) AS document,
+                NULL::float8 AS passage, NULL::int4 AS passage_index
+         FROM embeddings e JOIN anime a ON a.id = e.anime_id
          WHERE e.model = '{name}' {filters}
          ORDER BY e.embedding::vector({dimension}) <=> $1::vector({dimension})
          LIMIT $2",
@@ -62,19 +64,31 @@ fn walk_sql(model: &str, table: &str) -> Result<String, VectorError> {
     ))
 }
 
-/// The document walk of [`search`] (one row per anime).
-pub fn search_sql(model: &str) -> Result<String, VectorError> {
-    walk_sql(model, "embeddings")
-}
-
-/// The passage walk of [`search`] (several passages may belong to one anime).
+/// The SQL of the passage walk of [`search`], bound as [`search_sql`]: nearest passages first
+/// (an anime may come more than once), each with its anime's document cosine, read by primary
+/// key for the rows the walk returns only.
 pub fn passage_search_sql(model: &str) -> Result<String, VectorError> {
-    walk_sql(model, "passage_embeddings")
+    let (name, dimension) = index_terms(model)?;
+    Ok(format!(
+        "SELECT e.anime_id, coalesce(a.popularity, 0) AS popularity,
+                1 - (SELECT d.embedding::vector({dimension}) <=> $1::vector({dimension})
+                     FROM embeddings d WHERE d.anime_id = e.anime_id AND d.model = '{name}')
+                    AS document,
+                1 - (e.embedding::vector({dimension}) <=> $1::vector({dimension})) AS passage,
+                e.passage AS passage_index
+         FROM passage_embeddings e JOIN anime a ON a.id = e.anime_id
+         WHERE e.model = '{name}' {filters}
+         ORDER BY e.embedding::vector({dimension}) <=> $1::vector({dimension})
+         LIMIT $2",
+        filters = filters::sql(3)
+    ))
 }
 
 /// Passages the passage walk takes (several may belong to one anime): pgvector's `ef_search`
-/// of [`INDEX_SETTINGS`], so the walk is one pass of the index.
-pub const PASSAGE_POOL: usize = 100;
+/// of [`INDEX_SETTINGS`], so the walk is one pass of the index. 200 rather than 100: an anime
+/// whose document and best passage both match fairly, but neither well enough for the first 100,
+/// is still found (measured: `docs/measurements.md`, "A deeper passage walk").
+pub const PASSAGE_POOL: usize = 200;
 /// Weight of the nearest passage's cosine against the document's: a passage is one sentence
 /// window, so its match is the more specific evidence. Measured on both evaluation sets (vector
 /// branch alone, recall@20): 1 gave 0.88 and 0.68, 1.5 0.90 and 0.69, 2 0.90 and 0.70, 3 0.88
@@ -113,13 +127,7 @@ pub struct VectorHit {
     pub score: f64,
 }
 
-/// An anime an index walk found.
-#[derive(sqlx::FromRow)]
-struct Found {
-    anime_id: i32,
-}
-
-/// One anime's evidence as [`evidence_sql`] reads it.
+/// One anime's evidence as [`evidence_sql`] and the two walks read it.
 #[derive(sqlx::FromRow)]
 struct EvidenceRow {
     anime_id: i32,
@@ -183,9 +191,10 @@ fn scored(row: EvidenceRow) -> Option<VectorHit> {
 ///
 /// Candidates come from two HNSW walks, over document vectors and over passage vectors, so an
 /// anime whose one matching sentence is drowned in its document's single vector is still found.
-/// Each candidate is then scored exactly ([`VectorHit::score`]): measured on both evaluation
-/// sets, document and passage cosines each alone rank worse than their sum, and the popularity
-/// prior added to it.
+/// Each candidate is then scored ([`VectorHit::score`]) by its document cosine and its nearest
+/// passage's, as the walks read them (an anime the passage walk missed gets its nearest passage
+/// looked up exactly): measured on both evaluation sets, document and passage cosines each alone
+/// rank worse than their sum, and the popularity prior added to it.
 pub async fn search(
     pool: &PgPool,
     model: &str,
@@ -196,7 +205,7 @@ pub async fn search(
     let bound = pgvector::Vector::from(vector.to_vec());
     let mut tx = pool.begin().await?;
     sqlx::query(INDEX_SETTINGS).execute(&mut *tx).await?;
-    let mut found: Vec<Found> = Vec::new();
+    let mut walked: Vec<EvidenceRow> = Vec::new();
     for (sql, take) in [
         (search_sql(model)?, limit),
         (passage_search_sql(model)?, PASSAGE_POOL),
@@ -204,17 +213,29 @@ pub async fn search(
         // Planned with its values each time (an unnamed statement): after a few runs of a
         // prepared statement PostgreSQL may switch to a generic plan, which cannot see the LIMIT
         // and sorts every row instead of walking the index (measured: 57 ms against 4 ms).
-        let walk = sqlx::query_as::<_, Found>(&sql)
+        let walk = sqlx::query_as::<_, EvidenceRow>(&sql)
             .persistent(false)
             .bind(&bound)
             .bind(take as i64);
-        found.extend(filters::bind(walk, filters).fetch_all(&mut *tx).await?);
+        walked.extend(filters::bind(walk, filters).fetch_all(&mut *tx).await?);
     }
     tx.commit().await?;
-    let mut found: Vec<i32> = found.into_iter().map(|f| f.anime_id).collect();
-    found.sort_unstable();
-    found.dedup();
-    let mut hits = evidence(pool, model, vector, &found).await?;
+    let mut rows = merge_walks(walked);
+    // The walks already read every cosine but the nearest passage of anime only the document
+    // walk found: one exact look-up for those, instead of re-reading all candidates.
+    let lacking: Vec<i32> = rows
+        .values()
+        .filter(|row| row.passage.is_none())
+        .map(|row| row.anime_id)
+        .collect();
+    let mut hits: Vec<VectorHit> = Vec::with_capacity(rows.len());
+    if !lacking.is_empty() {
+        hits.extend(evidence(pool, model, vector, &lacking).await?);
+        for id in &lacking {
+            rows.remove(id);
+        }
+    }
+    hits.extend(rows.into_values().filter_map(scored));
     hits.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)
@@ -222,6 +243,28 @@ pub async fn search(
     });
     hits.truncate(limit);
     Ok(hits)
+}
+
+/// One row per anime from the rows of both walks: the document cosine from whichever walk read
+/// it, and the nearest of the anime's walked passages.
+fn merge_walks(walked: Vec<EvidenceRow>) -> HashMap<i32, EvidenceRow> {
+    let mut rows: HashMap<i32, EvidenceRow> = HashMap::new();
+    for row in walked {
+        match rows.entry(row.anime_id) {
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(row);
+            }
+            std::collections::hash_map::Entry::Occupied(mut slot) => {
+                let kept = slot.get_mut();
+                kept.document = kept.document.or(row.document);
+                if row.passage > kept.passage {
+                    kept.passage = row.passage;
+                    kept.passage_index = row.passage_index;
+                }
+            }
+        }
+    }
+    rows
 }
 
 /// Cosine distance from `vector` to the document vector of each of `ids` that has one (for
@@ -484,6 +527,41 @@ mod tests {
             passage,
             passage_index: passage.map(|_| 1),
         }
+    }
+
+    #[test]
+    fn the_walks_merge_into_one_row_per_anime_with_its_nearest_walked_passage() {
+        let walked = vec![
+            // The document walk: document cosines, no passage.
+            row(1, 0.80, None),
+            row(2, 0.70, None),
+            // The passage walk, nearest first (an anime may come twice).
+            EvidenceRow {
+                passage_index: Some(3),
+                ..row(2, 0.70, Some(0.90))
+            },
+            EvidenceRow {
+                passage_index: Some(1),
+                ..row(2, 0.70, Some(0.85))
+            },
+            EvidenceRow {
+                passage_index: Some(2),
+                ..row(4, 0.60, Some(0.88))
+            },
+        ];
+        let rows = merge_walks(walked);
+        assert_eq!(rows.len(), 3);
+        let both = &rows[&2];
+        assert_eq!(
+            (both.document, both.passage, both.passage_index),
+            (Some(0.70), Some(0.90), Some(3))
+        );
+        // Found by the document walk only: its passage is left for the exact look-up.
+        assert_eq!(rows[&1].passage, None);
+        assert_eq!(
+            (rows[&4].document, rows[&4].passage),
+            (Some(0.60), Some(0.88))
+        );
     }
 
     #[test]
