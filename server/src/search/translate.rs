@@ -11,6 +11,11 @@
 //! null-flush mode. A query counts as Spanish when Apertium's analyser knows most of its words
 //! (it marks the others); English and romanised Japanese queries are left as typed. When
 //! Apertium is missing, fails or takes longer than [`BUDGET`], the query is searched as typed.
+//!
+//! People type Spanish without its accents ("despues", "huerfano", "pelicula"), and Apertium's
+//! analyser knows only the accented forms. When a Spanish query has words Apertium did not know,
+//! each one's accented spellings ([`accent_variants`]) are put to Apertium in one more call and
+//! the first it knows replaces the word before the query is translated again.
 
 use std::{
     path::{Path, PathBuf},
@@ -32,6 +37,8 @@ pub const BUDGET: Duration = Duration::from_millis(500);
 pub const MIN_SPANISH_SHARE: f32 = 0.5;
 /// Queries are bounded before they get here; this bounds what a translation may return.
 const MAX_OUTPUT_BYTES: usize = 16 * 1024;
+/// Unknown words of one query whose accented spellings are tried (the rest stay as typed).
+const MAX_RESTORED_WORDS: usize = 12;
 
 /// The pipeline of Apertium's `spa-eng` mode, one program per stage, each flushing its output
 /// at every NUL (`-z`). Generation without `-n`, so unknown words come out marked with `*`.
@@ -117,6 +124,72 @@ pub fn stream_text(query: &str) -> String {
         .collect()
 }
 
+/// The spellings of an unaccented lower-case word with one accent Spanish may have put on it:
+/// each vowel in turn, last first (Spanish stress marks fall near the end: "despues" →
+/// "después"), then each n as ñ. Empty for a word that has an accent or a letter outside a–z
+/// already, or is shorter than three letters.
+pub fn accent_variants(word: &str) -> Vec<String> {
+    if word.chars().count() < 3 || !word.chars().all(|c| c.is_ascii_lowercase()) {
+        return Vec::new();
+    }
+    let letters: Vec<char> = word.chars().collect();
+    let accented = |c: char| match c {
+        'a' => Some('á'),
+        'e' => Some('é'),
+        'i' => Some('í'),
+        'o' => Some('ó'),
+        'u' => Some('ú'),
+        _ => None,
+    };
+    let with = |at: usize, letter: char| {
+        let mut spelled = letters.clone();
+        spelled[at] = letter;
+        spelled.into_iter().collect::<String>()
+    };
+    let vowels = (0..letters.len())
+        .rev()
+        .filter_map(|at| accented(letters[at]).map(|letter| with(at, letter)));
+    let enye = (0..letters.len())
+        .filter(|&at| letters[at] == 'n')
+        .map(|at| with(at, 'ñ'));
+    vowels.chain(enye).collect()
+}
+
+/// The words of Apertium's output it did not know (marked `*`), as typed, once each.
+fn unknown_words(output: &str) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    for token in output.split_whitespace() {
+        if let Some(word) = token.strip_prefix('*') {
+            let word: String = word.chars().take_while(|c| c.is_alphanumeric()).collect();
+            if !word.is_empty() && !words.contains(&word) {
+                words.push(word);
+            }
+        }
+    }
+    words
+}
+
+/// `query` with each whole word that is a key of `spellings` replaced by its value.
+fn respelled(query: &str, spellings: &[(String, String)]) -> String {
+    let mut out = String::with_capacity(query.len() + 8);
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        let replacement = spellings.iter().find(|(typed, _)| typed == word);
+        out.push_str(replacement.map_or(word.as_str(), |(_, known)| known.as_str()));
+        word.clear();
+    };
+    for c in query.chars() {
+        if c.is_alphanumeric() {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
+}
+
 struct Pipeline {
     shell: Child,
     input: ChildStdin,
@@ -174,6 +247,49 @@ impl Pipeline {
     }
 }
 
+/// The query's translation, after restoring the accents of the words Apertium did not know
+/// when the query reads as Spanish (an English query's unknown words are English, not Spanish
+/// typed without accents, and are not tried).
+async fn read_in_english(pipeline: &mut Pipeline, query: &str) -> std::io::Result<Translation> {
+    let output = pipeline.translate(query).await?;
+    let first = Translation::from_output(&output);
+    if !first.is_spanish() {
+        return Ok(first);
+    }
+    let tried: Vec<(String, Vec<String>)> = unknown_words(&output)
+        .into_iter()
+        .map(|word| {
+            let variants = accent_variants(&word);
+            (word, variants)
+        })
+        .filter(|(_, variants)| !variants.is_empty())
+        .take(MAX_RESTORED_WORDS)
+        .collect();
+    if tried.is_empty() {
+        return Ok(first);
+    }
+    // All the spellings in one call: Apertium marks each one its analyser does not know, so the
+    // others are words it knows, whatever they were translated to.
+    let spellings_asked: Vec<&str> = tried
+        .iter()
+        .flat_map(|(_, variants)| variants.iter().map(String::as_str))
+        .collect();
+    let answer = pipeline.translate(&spellings_asked.join(" ")).await?;
+    let still_unknown = unknown_words(&answer);
+    let spellings: Vec<(String, String)> = tried
+        .iter()
+        .filter_map(|(word, variants)| {
+            let known = variants.iter().find(|v| !still_unknown.contains(v))?;
+            Some((word.clone(), known.clone()))
+        })
+        .collect();
+    if spellings.is_empty() {
+        return Ok(first);
+    }
+    let restored = pipeline.translate(&respelled(query, &spellings)).await?;
+    Ok(Translation::from_output(&restored))
+}
+
 /// Spanish to English through one long-lived Apertium pipeline.
 pub struct Translator {
     data: PathBuf,
@@ -213,13 +329,13 @@ impl Translator {
         })
     }
 
-    /// Names the translation data, for the results cache's pipeline fingerprint: other data,
-    /// other pages.
+    /// Names the translation data and how it is used (accents restored), for the results
+    /// cache's pipeline fingerprint: other data or another reading, other pages.
     pub fn fingerprint(&self) -> String {
         let stamp = std::fs::metadata(self.data.join("spa-eng.autobil.bin"))
             .map(|m| m.len())
             .unwrap_or(0);
-        format!("apertium-spa-eng:{stamp}")
+        format!("apertium-spa-eng:{stamp}:accents-restored")
     }
 
     /// The query in English, or `None` when Apertium failed or ran out of time (the next call
@@ -236,8 +352,8 @@ impl Translator {
             }
         }
         let pipeline = slot.as_mut().expect("just started");
-        match tokio::time::timeout(BUDGET, pipeline.translate(query)).await {
-            Ok(Ok(output)) => Some(Translation::from_output(&output)),
+        match tokio::time::timeout(BUDGET, read_in_english(pipeline, query)).await {
+            Ok(Ok(translation)) => Some(translation),
             failed => {
                 match failed {
                     Ok(Err(error)) => {
@@ -260,6 +376,34 @@ impl Translator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn accent_variants_put_one_accent_on_a_plain_word() {
+        let spelled = |word: &str| accent_variants(word);
+        assert_eq!(spelled("pais"), ["país", "páis"]);
+        assert_eq!(spelled("despues"), ["después", "despúes", "déspues"]);
+        assert_eq!(spelled("nino"), ["ninó", "níno", "ñino", "niño"]);
+        // Accented already, capitalised (a name, most likely), or too short: nothing to try.
+        for word in ["país", "Tenma", "de", "r2d2"] {
+            assert!(spelled(word).is_empty(), "{word}");
+        }
+    }
+
+    #[test]
+    fn unknown_words_are_read_from_the_marks_and_respelled_whole() {
+        assert_eq!(
+            unknown_words("a *huerfano, that *Tenma saw *huerfano"),
+            ["huerfano", "Tenma"]
+        );
+        let spellings = [
+            ("pais".to_string(), "país".to_string()),
+            ("despues".to_string(), "después".to_string()),
+        ];
+        assert_eq!(
+            respelled("el pais, y despues paisaje", &spellings),
+            "el país, y después paisaje"
+        );
+    }
 
     #[test]
     fn marks_tell_spanish_from_other_languages() {

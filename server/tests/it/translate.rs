@@ -25,6 +25,34 @@ async fn spanish_is_translated_and_english_or_romaji_is_not() {
 }
 
 #[tokio::test]
+async fn spanish_typed_without_accents_is_read_as_if_accented() {
+    let translator = translator();
+    let typed = "un huerfano que despues de la guerra termina en la carcel con Tenma";
+    // What Apertium makes of these words as typed: it knows only the accented forms.
+    for word in ["huerfano", "carcel"] {
+        let alone = translator.translate(word).await.unwrap();
+        assert!(
+            !alone.english.contains("orphan") && !alone.english.contains("prison"),
+            "{alone:?}"
+        );
+    }
+    let got = translator.translate(typed).await.unwrap();
+    assert!(got.is_spanish(), "{got:?}");
+    for english in ["orphan", "prison", "Tenma"] {
+        assert!(got.english.contains(english), "{english}: {got:?}");
+    }
+    // Typed with the accents, the same reading.
+    let accented = translator
+        .translate("un huérfano que después de la guerra termina en la cárcel con Tenma")
+        .await
+        .unwrap();
+    assert_eq!(got.english, accented.english);
+    // An English query is left as it was: its unknown words are not Spanish missing accents.
+    let english = translator.translate(BRIEF_EN).await.unwrap();
+    assert!(!english.is_spanish(), "{english:?}");
+}
+
+#[tokio::test]
 async fn the_stream_stays_in_step_over_reserved_characters_and_many_tasks() {
     let translator = translator();
     // Apertium's stream format reserves these; a query holding them must not desynchronise the
