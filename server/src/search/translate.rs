@@ -12,10 +12,11 @@
 //! (it marks the others); English and romanised Japanese queries are left as typed. When
 //! Apertium is missing, fails or takes longer than [`BUDGET`], the query is searched as typed.
 //!
-//! People type Spanish without its accents ("despues", "huerfano", "pelicula"), and Apertium's
-//! analyser knows only the accented forms. When a Spanish query has words Apertium did not know,
-//! each one's accented spellings ([`accent_variants`]) are put to Apertium in one more call and
-//! the first it knows replaces the word before the query is translated again.
+//! People type Spanish without its accents ("despues", "huerfano", "pelicula") and speak in
+//! diminutives ("un pueblito", "una navecita"), and Apertium's analyser knows only the plain,
+//! accented forms. When a Spanish query has words Apertium did not know, each one's plain forms
+//! ([`base_forms`]) and accented spellings ([`accent_variants`]) are put to Apertium in one more
+//! call and the first it knows replaces the word before the query is translated again.
 
 use std::{
     path::{Path, PathBuf},
@@ -155,6 +156,62 @@ pub fn accent_variants(word: &str) -> Vec<String> {
     vowels.chain(enye).collect()
 }
 
+/// The plain words a diminutive, superlative or augmentative of everyday Spanish may come from,
+/// for the analyser to pick the one it knows: "pueblito" → "pueblo", "navecita" → "nave",
+/// "chiquitos" → "chicos", "loquísima" → "loca", "tristísimo" → "triste", "grandote" →
+/// "grande". Accents on the suffix are optional, as people type them. Empty for a word with
+/// none of these endings or a capital (a name, most likely).
+pub fn base_forms(word: &str) -> Vec<String> {
+    if word.chars().count() < 5 || !word.chars().all(|c| c.is_lowercase()) {
+        return Vec::new();
+    }
+    let (word, plural) = match word.strip_suffix('s') {
+        Some(singular) => (singular, "s"),
+        None => (word, ""),
+    };
+    // The stem's last consonant as the plain word spells it: "loqu-" is "loc-", "amigu-" "amig-".
+    let respell = |stem: &str| -> String {
+        if let Some(s) = stem.strip_suffix("qu") {
+            format!("{s}c")
+        } else if let Some(s) = stem.strip_suffix("gu") {
+            format!("{s}g")
+        } else {
+            stem.to_string()
+        }
+    };
+    let mut forms: Vec<String> = Vec::new();
+    for suffix in ["ísim", "isim", "cit", "it", "ot"] {
+        for (gender, endings) in [
+            ("o", ["o", "e", "a"]),
+            ("a", ["a", "e", "o"]),
+            ("e", ["e", "o", "a"]),
+        ] {
+            let Some(stem) = word.strip_suffix(&format!("{suffix}{gender}")) else {
+                continue;
+            };
+            if stem.chars().count() < 2 {
+                continue;
+            }
+            // "navecita" comes from "nave": after -cit- the stem is the whole word.
+            let candidates: Vec<String> = if suffix == "cit" {
+                vec![stem.to_string()]
+            } else {
+                endings
+                    .iter()
+                    .map(|e| format!("{}{e}", respell(stem)))
+                    .collect()
+            };
+            for form in candidates {
+                let form = format!("{form}{plural}");
+                if !forms.contains(&form) {
+                    forms.push(form);
+                }
+            }
+        }
+    }
+    forms
+}
+
 /// The words of Apertium's output it did not know (marked `*`), as typed, once each.
 fn unknown_words(output: &str) -> Vec<String> {
     let mut words: Vec<String> = Vec::new();
@@ -259,7 +316,8 @@ async fn read_in_english(pipeline: &mut Pipeline, query: &str) -> std::io::Resul
     let tried: Vec<(String, Vec<String>)> = unknown_words(&output)
         .into_iter()
         .map(|word| {
-            let variants = accent_variants(&word);
+            let mut variants = base_forms(&word);
+            variants.extend(accent_variants(&word));
             (word, variants)
         })
         .filter(|(_, variants)| !variants.is_empty())
@@ -329,13 +387,13 @@ impl Translator {
         })
     }
 
-    /// Names the translation data and how it is used (accents restored), for the results
+    /// Names the translation data and how it is used (plain forms and accents tried), for the results
     /// cache's pipeline fingerprint: other data or another reading, other pages.
     pub fn fingerprint(&self) -> String {
         let stamp = std::fs::metadata(self.data.join("spa-eng.autobil.bin"))
             .map(|m| m.len())
             .unwrap_or(0);
-        format!("apertium-spa-eng:{stamp}:accents-restored")
+        format!("apertium-spa-eng:{stamp}:plain-forms-and-accents")
     }
 
     /// The query in English, or `None` when Apertium failed or ran out of time (the next call
@@ -376,6 +434,31 @@ impl Translator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn base_forms_undo_diminutives_superlatives_and_augmentatives() {
+        let has = |word: &str, plain: &str| {
+            let forms = base_forms(word);
+            assert!(forms.iter().any(|f| f == plain), "{word} → {forms:?}");
+        };
+        has("pueblito", "pueblo");
+        has("navecita", "nave");
+        has("chiquitos", "chicos");
+        has("abejita", "abeja");
+        has("loquísima", "loca");
+        has("tristísimo", "triste");
+        has("rarisimos", "raros");
+        has("grandote", "grande");
+        has("amiguita", "amiga");
+        // No such ending, a capital (a name, most likely), or nothing before the ending.
+        for word in ["Chiquita", "casa", "nave", "cita"] {
+            assert!(
+                base_forms(word).is_empty(),
+                "{word} → {:?}",
+                base_forms(word)
+            );
+        }
+    }
 
     #[test]
     fn accent_variants_put_one_accent_on_a_plain_word() {

@@ -25,16 +25,17 @@ async fn spanish_is_translated_and_english_or_romaji_is_not() {
 }
 
 #[tokio::test]
-async fn spanish_typed_without_accents_is_read_as_if_accented() {
+async fn spanish_typed_without_accents_or_in_diminutives_is_read_plainly() {
     let translator = translator();
     let typed = "un huerfano que despues de la guerra termina en la carcel con Tenma";
     // What Apertium makes of these words as typed: it knows only the accented forms.
-    for word in ["huerfano", "carcel"] {
+    for (word, english) in [
+        ("huerfano", "orphan"),
+        ("carcel", "prison"),
+        ("pueblito", "village"),
+    ] {
         let alone = translator.translate(word).await.unwrap();
-        assert!(
-            !alone.english.contains("orphan") && !alone.english.contains("prison"),
-            "{alone:?}"
-        );
+        assert!(!alone.english.contains(english), "{alone:?}");
     }
     let got = translator.translate(typed).await.unwrap();
     assert!(got.is_spanish(), "{got:?}");
@@ -47,6 +48,14 @@ async fn spanish_typed_without_accents_is_read_as_if_accented() {
         .await
         .unwrap();
     assert_eq!(got.english, accented.english);
+    // Diminutives read as the plain words, and a superlative as its adjective.
+    let small = translator
+        .translate("un viejito que vive en una casita de un pueblito, tristísimo")
+        .await
+        .unwrap();
+    for english in ["old", "house", "village", "sad"] {
+        assert!(small.english.contains(english), "{english}: {small:?}");
+    }
     // An English query is left as it was: its unknown words are not Spanish missing accents.
     let english = translator.translate(BRIEF_EN).await.unwrap();
     assert!(!english.is_spanish(), "{english:?}");
