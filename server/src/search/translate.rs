@@ -38,7 +38,7 @@ pub const BUDGET: Duration = Duration::from_millis(500);
 pub const MIN_SPANISH_SHARE: f32 = 0.5;
 /// Queries are bounded before they get here; this bounds what a translation may return.
 const MAX_OUTPUT_BYTES: usize = 16 * 1024;
-/// Unknown words of one query whose accented spellings are tried (the rest stay as typed).
+/// Unknown words of one query whose other spellings are tried (the rest stay as typed).
 const MAX_RESTORED_WORDS: usize = 12;
 
 /// The pipeline of Apertium's `spa-eng` mode, one program per stage, each flushing its output
@@ -125,15 +125,22 @@ pub fn stream_text(query: &str) -> String {
         .collect()
 }
 
-/// The spellings of an unaccented lower-case word with one accent Spanish may have put on it:
-/// each vowel in turn, last first (Spanish stress marks fall near the end: "despues" →
-/// "después"), then each n as ñ. Empty for a word that has an accent or a letter outside a–z
-/// already, or is shorter than three letters.
+/// The spellings of an unaccented word with one accent Spanish may have put on it: each vowel in
+/// turn, last first (Spanish stress marks fall near the end: "despues" → "después"), then each n
+/// as ñ; a capital first letter stays ("Despues" → "Después": names get spellings too, and
+/// Apertium knows none of them). Empty for a word that has an accent or a letter outside a–z
+/// already, another capital, or fewer than three letters.
 pub fn accent_variants(word: &str) -> Vec<String> {
-    if word.chars().count() < 3 || !word.chars().all(|c| c.is_ascii_lowercase()) {
+    // ASCII first, so slicing past the first letter stays on a character boundary.
+    if !word.is_ascii() || word.len() < 3 {
         return Vec::new();
     }
-    let letters: Vec<char> = word.chars().collect();
+    let capital = word.starts_with(|c: char| c.is_ascii_uppercase());
+    let lower = word.to_ascii_lowercase();
+    if lower[1..] != word[1..] || !lower.bytes().all(|b| b.is_ascii_lowercase()) {
+        return Vec::new();
+    }
+    let letters: Vec<char> = lower.chars().collect();
     let accented = |c: char| match c {
         'a' => Some('á'),
         'e' => Some('é'),
@@ -145,7 +152,12 @@ pub fn accent_variants(word: &str) -> Vec<String> {
     let with = |at: usize, letter: char| {
         let mut spelled = letters.clone();
         spelled[at] = letter;
-        spelled.into_iter().collect::<String>()
+        if capital {
+            let first: String = spelled[0].to_uppercase().collect();
+            first + &spelled[1..].iter().collect::<String>()
+        } else {
+            spelled.into_iter().collect::<String>()
+        }
     };
     let vowels = (0..letters.len())
         .rev()
@@ -304,9 +316,9 @@ impl Pipeline {
     }
 }
 
-/// The query's translation, after restoring the accents of the words Apertium did not know
-/// when the query reads as Spanish (an English query's unknown words are English, not Spanish
-/// typed without accents, and are not tried).
+/// The query's translation, after respelling the words Apertium did not know (their plain forms,
+/// their accents) when the query reads as Spanish: an English query's unknown words are
+/// English, not Spanish typed loosely, and are not tried.
 async fn read_in_english(pipeline: &mut Pipeline, query: &str) -> std::io::Result<Translation> {
     let output = pipeline.translate(query).await?;
     let first = Translation::from_output(&output);
@@ -387,13 +399,13 @@ impl Translator {
         })
     }
 
-    /// Names the translation data and how it is used (plain forms and accents tried), for the results
-    /// cache's pipeline fingerprint: other data or another reading, other pages.
+    /// Names the translation data and how it is read (plain forms and accents tried), for the
+    /// results cache's pipeline fingerprint: other data or another reading, other pages.
     pub fn fingerprint(&self) -> String {
         let stamp = std::fs::metadata(self.data.join("spa-eng.autobil.bin"))
             .map(|m| m.len())
             .unwrap_or(0);
-        format!("apertium-spa-eng:{stamp}:plain-forms-and-accents")
+        format!("apertium-spa-eng:{stamp}:plain-forms-and-accents-2")
     }
 
     /// The query in English, or `None` when Apertium failed or ran out of time (the next call
@@ -466,8 +478,11 @@ mod tests {
         assert_eq!(spelled("pais"), ["país", "páis"]);
         assert_eq!(spelled("despues"), ["después", "despúes", "déspues"]);
         assert_eq!(spelled("nino"), ["ninó", "níno", "ñino", "niño"]);
-        // Accented already, capitalised (a name, most likely), or too short: nothing to try.
-        for word in ["país", "Tenma", "de", "r2d2"] {
+        // A capital stays, on an accented vowel too.
+        assert_eq!(spelled("Despues"), ["Después", "Despúes", "Déspues"]);
+        assert_eq!(spelled("Esta"), ["Está", "Ésta"]);
+        // Accented already, capitals inside, a digit, or too short: nothing to try.
+        for word in ["país", "Ñandu", "TENMA", "de", "r2d2"] {
             assert!(spelled(word).is_empty(), "{word}");
         }
     }
