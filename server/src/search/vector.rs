@@ -47,16 +47,18 @@ fn index_terms(model: &str) -> Result<(&'static str, usize), VectorError> {
         .ok_or_else(|| VectorError::UnknownModel(model.to_string()))
 }
 
-/// The SQL of the document walk of [`search`]: `$1` the query vector, `$2` the rows to take,
-/// then the filters; one row per anime, nearest first, with its document cosine and popularity
-/// (the nearest passage is read afterwards, for those the passage walk did not bring).
-pub fn search_sql(model: &str) -> Result<String, VectorError> {
+/// The SQL of an HNSW walk over `table` (`embeddings` or `passage_embeddings`): `$1` the query
+/// vector, `$2` the rows to take, then the filters; nearest first, each row with its anime's
+/// popularity and the cosines `cosines` selects (`document`, `passage`, `passage_index`;
+/// `{d}` stands for the dimension, `{name}` for the model).
+fn walk_sql(model: &str, table: &str, cosines: &str) -> Result<String, VectorError> {
     let (name, dimension) = index_terms(model)?;
+    let cosines = cosines
+        .replace("{d}", &dimension.to_string())
+        .replace("{name}", name);
     Ok(format!(
-        "SELECT e.anime_id, coalesce(a.popularity, 0) AS popularity,
-                1 - (e.embedding::vector({dimension}) <=> $1::vector({dimension})) AS document,
-                NULL::float8 AS passage, NULL::int4 AS passage_index
-         FROM embeddings e JOIN anime a ON a.id = e.anime_id
+        "SELECT e.anime_id, coalesce(a.popularity, 0) AS popularity, {cosines}
+         FROM {table} e JOIN anime a ON a.id = e.anime_id
          WHERE e.model = '{name}' {filters}
          ORDER BY e.embedding::vector({dimension}) <=> $1::vector({dimension})
          LIMIT $2",
@@ -64,24 +66,28 @@ pub fn search_sql(model: &str) -> Result<String, VectorError> {
     ))
 }
 
-/// The SQL of the passage walk of [`search`], bound as [`search_sql`]: nearest passages first
-/// (an anime may come more than once), each with its anime's document cosine, read by primary
-/// key for the rows the walk returns only.
+/// The document walk of [`search`]: one row per anime with its document cosine (the nearest
+/// passage is read afterwards, for those the passage walk did not bring).
+pub fn search_sql(model: &str) -> Result<String, VectorError> {
+    walk_sql(
+        model,
+        "embeddings",
+        "1 - (e.embedding::vector({d}) <=> $1::vector({d})) AS document,
+         NULL::float8 AS passage, NULL::int4 AS passage_index",
+    )
+}
+
+/// The passage walk of [`search`]: an anime may come more than once, each row with its
+/// anime's document cosine, read by primary key for the rows the walk returns only.
 pub fn passage_search_sql(model: &str) -> Result<String, VectorError> {
-    let (name, dimension) = index_terms(model)?;
-    Ok(format!(
-        "SELECT e.anime_id, coalesce(a.popularity, 0) AS popularity,
-                1 - (SELECT d.embedding::vector({dimension}) <=> $1::vector({dimension})
-                     FROM embeddings d WHERE d.anime_id = e.anime_id AND d.model = '{name}')
-                    AS document,
-                1 - (e.embedding::vector({dimension}) <=> $1::vector({dimension})) AS passage,
-                e.passage AS passage_index
-         FROM passage_embeddings e JOIN anime a ON a.id = e.anime_id
-         WHERE e.model = '{name}' {filters}
-         ORDER BY e.embedding::vector({dimension}) <=> $1::vector({dimension})
-         LIMIT $2",
-        filters = filters::sql(3)
-    ))
+    walk_sql(
+        model,
+        "passage_embeddings",
+        "1 - (SELECT d.embedding::vector({d}) <=> $1::vector({d})
+              FROM embeddings d WHERE d.anime_id = e.anime_id AND d.model = '{name}') AS document,
+         1 - (e.embedding::vector({d}) <=> $1::vector({d})) AS passage,
+         e.passage AS passage_index",
+    )
 }
 
 /// Passages the passage walk takes (several may belong to one anime): pgvector's `ef_search`
