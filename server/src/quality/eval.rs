@@ -7,7 +7,8 @@
 //! - `rrf`: both fused by reciprocal rank fusion;
 //! - `seed-001`: the seed system's method, the lexical top 50 re-scored 50/50 by lexical score
 //!   (divided by the best) and cosine similarity;
-//! - `rrf+local`: the fused top 25 reordered by the local reranker, always;
+//! - `rrf+local`: the rerank stage's candidates ([`crate::search::rerank::pool`]) reordered by
+//!   the local reranker, always;
 //! - `served`: what search serves without a key: `rrf+local` (the local reranker never skips;
 //!   the LLM reranker skips when the fused top result leads by [`CONFIDENT_MARGIN`], and the
 //!   report counts the cases that skip would keep and whether their fused #1 was right);
@@ -551,7 +552,12 @@ async fn rank_text_case(
     .await?;
     let complete = |order: Vec<i32>| -> Vec<i32> {
         let mut order = order;
-        order.extend(fused.iter().skip(candidates.len()));
+        let rest: Vec<i32> = fused
+            .iter()
+            .copied()
+            .filter(|id| !order.contains(id))
+            .collect();
+        order.extend(rest);
         order
     };
     let reranked = complete(reranker.order(&candidates));

@@ -60,9 +60,10 @@ pub fn pipeline_fingerprint(
     // The vector branch's SQL and weights too: a change there changes pages.
     let vector = super::vector::fingerprint(embedding_model);
     format!(
-        "r{PIPELINE_REVISION}|{embedding_model}|{reranker}|{translator}|w{synonyms}|k{}|b{BRANCH_LIMIT}|p{PAGE_SIZE}|c{CONFIDENT_MARGIN}|n{}|{:?}|{}|s{}|{}",
+        "r{PIPELINE_REVISION}|{embedding_model}|{reranker}|{translator}|w{synonyms}|k{}|b{BRANCH_LIMIT}|p{PAGE_SIZE}|c{CONFIDENT_MARGIN}|n{}+{}|{:?}|{}|s{}|{}",
         fusion::K,
         rerank::CANDIDATES,
+        rerank::BRANCH_HEADS,
         rerank::FITTED,
         lexical::fingerprint(),
         super::SNIPPET_CHARS,

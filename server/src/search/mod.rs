@@ -5,8 +5,8 @@
 //!    followed by the vector branch ([`vector`]), both filtered ([`filters`]), top 50 each;
 //! 3. reciprocal rank fusion ([`fusion`], k = 60), each result labelled with its branch.
 //!
-//! [`SearchEngine::search`] then reorders the fused top 50 with the local reranker
-//! ([`rerank`]) and adds what a page shows; "similar to" reads an anime's stored vector
+//! [`SearchEngine::search`] then reorders the fused top 25, and either branch's top 15 wherever
+//! fusion put them, with the local reranker ([`rerank::pool`]) and adds what a page shows; "similar to" reads an anime's stored vector
 //! ([`vector::similar`]). Every stage is timed under the names `bench` and `eval` print.
 
 pub mod cache;
@@ -491,7 +491,7 @@ impl SearchEngine {
             .rerank_stage(&normalised, &retrieval, &candidates)
             .await;
         let rerank_time = began.elapsed();
-        let hits = self.page_hits(&retrieval, &order, candidates.len()).await?;
+        let hits = self.page_hits(&retrieval, &order).await?;
         let mut times = retrieval.times;
         times.rerank = rerank_time;
         times.total = started.elapsed();
@@ -596,13 +596,12 @@ impl SearchEngine {
     }
 
     /// The page's hits: `order` (the reranked candidates, or empty for the fused order), then
-    /// the fused results past the candidates, each with its card, the evidence that found it
+    /// the other fused results in fused order, each with its card, the evidence that found it
     /// and, for those found by meaning, the passage nearest the query.
     async fn page_hits(
         &self,
         retrieval: &Retrieval,
         order: &[i32],
-        reranked: usize,
     ) -> Result<Vec<SearchHit>, SearchError> {
         let by_id: HashMap<i32, &Fused> = retrieval.fused.iter().map(|f| (f.anime_id, f)).collect();
         let top: Vec<&Fused> = if order.is_empty() {
@@ -611,7 +610,12 @@ impl SearchEngine {
             order
                 .iter()
                 .filter_map(|id| by_id.get(id).copied())
-                .chain(retrieval.fused.iter().skip(reranked))
+                .chain(
+                    retrieval
+                        .fused
+                        .iter()
+                        .filter(|f| !order.contains(&f.anime_id)),
+                )
                 .take(PAGE_SIZE)
                 .collect()
         };
