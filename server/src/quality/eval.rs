@@ -7,7 +7,7 @@
 //! - `rrf`: both fused by reciprocal rank fusion;
 //! - `seed-001`: the seed system's method, the lexical top 50 re-scored 50/50 by lexical score
 //!   (divided by the best) and cosine similarity;
-//! - `rrf+local`: the rerank stage's candidates ([`crate::search::rerank::pool`]) reordered by
+//! - `rrf+local`: the rerank stage's candidates ([`crate::search::rerank::candidate_pool`]) reordered by
 //!   the local reranker, always;
 //! - `served`: what search serves without a key: `rrf+local` (the local reranker never skips;
 //!   the LLM reranker skips when the fused top result leads by [`CONFIDENT_MARGIN`], and the
