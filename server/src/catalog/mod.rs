@@ -9,6 +9,7 @@ pub mod media;
 pub mod passages;
 pub mod premise;
 pub mod store;
+pub mod titles;
 
 use std::time::{Duration, Instant};
 

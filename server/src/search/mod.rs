@@ -7,7 +7,8 @@
 //!
 //! [`SearchEngine::search`] then reorders the fused top 25, and either branch's top 15 wherever
 //! fusion put them, with the local reranker ([`rerank::candidate_pool`]) and adds what a page
-//! shows; "similar to" reads an anime's stored vector ([`vector::similar`]). Every stage is timed under the names `bench` and `eval` print.
+//! shows; "similar to" reads an anime's stored vector ([`vector::similar`]). Every stage is
+//! timed under the names `bench` and `eval` print.
 
 pub mod cache;
 pub mod cues;

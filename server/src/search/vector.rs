@@ -364,6 +364,9 @@ pub(crate) struct SimilarRow {
     popularity: i32,
     average_score: i32,
     franchise_root_id: Option<i32>,
+    /// The candidate's romaji and English titles, and the source's.
+    titles: Vec<String>,
+    source_titles: Vec<String>,
 }
 
 /// One "similar to" result and its evidence.
@@ -384,7 +387,8 @@ pub fn similar_sql(model: &str) -> Result<String, VectorError> {
     Ok(format!(
         "WITH source AS MATERIALIZED (
              SELECT e.embedding::vector({dimension}) AS v, d.themes AS t,
-                    a.franchise_root_id AS franchise
+                    a.franchise_root_id AS franchise,
+                    array_remove(ARRAY[a.title_romaji, a.title_english], NULL) AS titles
              FROM embeddings e JOIN anime a ON a.id = e.anime_id
              JOIN documents d ON d.anime_id = e.anime_id
              WHERE e.anime_id = $1 AND e.model = '{name}'
@@ -417,7 +421,9 @@ pub fn similar_sql(model: &str) -> Result<String, VectorError> {
                                    WHERE d.anime_id = c.anime_id), 1) AS theme_cosine,
                 coalesce(a.popularity, 0) AS popularity,
                 coalesce(a.average_score, 0) AS average_score,
-                a.franchise_root_id
+                a.franchise_root_id,
+                array_remove(ARRAY[a.title_romaji, a.title_english], NULL) AS titles,
+                (SELECT titles FROM source) AS source_titles
          FROM (SELECT anime_id FROM by_text UNION SELECT anime_id FROM by_theme) c
          LEFT JOIN by_text x ON x.anime_id = c.anime_id
          LEFT JOIN by_theme y ON y.anime_id = c.anime_id
@@ -478,6 +484,12 @@ pub async fn similar(
     let rows = similar_candidates(pool, model, id, exclude_franchise, Scan::Indexes).await?;
     let mut scored: Vec<(SimilarHit, Option<i32>)> = rows
         .into_iter()
+        // The source's own films and specials that the catalog links to nothing are its
+        // franchise too, by their titles ("Made in Abyss Movie 1: …").
+        .filter(|row| {
+            !(exclude_franchise
+                && crate::catalog::titles::same_work(&row.source_titles, &row.titles))
+        })
         .map(
             |SimilarRow {
                  anime_id,
@@ -486,6 +498,7 @@ pub async fn similar(
                  popularity,
                  average_score,
                  franchise_root_id: franchise,
+                 ..
              }| {
                 let known = super::popularity_prior(popularity);
                 let liked = average_score.clamp(0, 100) as f64 / 100.0;

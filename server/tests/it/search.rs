@@ -300,6 +300,34 @@ async fn similar_to_leaves_out_the_source_and_optionally_its_franchise(pool: PgP
     );
 }
 
+/// A film or special the catalog links to nothing is still its work's franchise when its title
+/// extends the work's: "Mushishi Zoku Shou: Suzu no Shizuku", cut loose from the franchise here,
+/// is among the candidates of "similar to Mushishi Zoku Shou" while the franchise is kept, and
+/// is left out with it.
+#[sqlx::test(migrations = "../migrations")]
+async fn similar_to_leaves_out_parts_named_after_the_source(pool: PgPool) {
+    const ZOKU_SHOU: i32 = 20595;
+    const SUZU_NO_SHIZUKU: i32 = 21008;
+    const EVERY_CANDIDATE: usize = 1000;
+    demo_engine(&pool).await;
+    let title: String = sqlx::query_scalar(
+        "UPDATE anime SET franchise_root_id = NULL WHERE id = $1 RETURNING title_romaji",
+    )
+    .bind(SUZU_NO_SHIZUKU)
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(title, "Mushishi Zoku Shou: Suzu no Shizuku");
+    let kept = vector::similar(&pool, MODEL, ZOKU_SHOU, false, EVERY_CANDIDATE)
+        .await
+        .unwrap();
+    assert!(similar_ids(&kept).contains(&SUZU_NO_SHIZUKU));
+    let left_out = vector::similar(&pool, MODEL, ZOKU_SHOU, true, EVERY_CANDIDATE)
+        .await
+        .unwrap();
+    assert!(!similar_ids(&left_out).contains(&SUZU_NO_SHIZUKU));
+}
+
 #[sqlx::test(migrations = "../migrations")]
 async fn similar_to_walks_the_hnsw_index(pool: PgPool) {
     demo_engine(&pool).await;
