@@ -472,8 +472,8 @@ pub(crate) async fn similar_candidates(
 }
 
 /// The `limit` anime most similar to anime `id` (itself excluded; with `exclude_franchise`, its
-/// franchise too), best first, at most one per other franchise. Empty when `id` has no vector
-/// for `model`.
+/// franchise too, and the entries named as parts of it, [`crate::catalog::titles::same_work`]),
+/// best first, at most one per other franchise. Empty when `id` has no vector for `model`.
 pub async fn similar(
     pool: &PgPool,
     model: &str,
