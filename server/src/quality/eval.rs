@@ -551,14 +551,10 @@ async fn rank_text_case(
     )
     .await?;
     let complete = |order: Vec<i32>| -> Vec<i32> {
-        let mut order = order;
-        let rest: Vec<i32> = fused
+        rerank::served_order(&order, &retrieval.fused)
             .iter()
-            .copied()
-            .filter(|id| !order.contains(id))
-            .collect();
-        order.extend(rest);
-        order
+            .map(|f| f.anime_id)
+            .collect()
     };
     let reranked = complete(reranker.order(&candidates));
     let margin = fused_margin(&retrieval.fused);

@@ -604,22 +604,8 @@ impl SearchEngine {
         retrieval: &Retrieval,
         order: &[i32],
     ) -> Result<Vec<SearchHit>, SearchError> {
-        let by_id: HashMap<i32, &Fused> = retrieval.fused.iter().map(|f| (f.anime_id, f)).collect();
-        let top: Vec<&Fused> = if order.is_empty() {
-            retrieval.fused.iter().take(PAGE_SIZE).collect()
-        } else {
-            order
-                .iter()
-                .filter_map(|id| by_id.get(id).copied())
-                .chain(
-                    retrieval
-                        .fused
-                        .iter()
-                        .filter(|f| !order.contains(&f.anime_id)),
-                )
-                .take(PAGE_SIZE)
-                .collect()
-        };
+        let mut top: Vec<&Fused> = rerank::served_order(order, &retrieval.fused);
+        top.truncate(PAGE_SIZE);
         let ids: Vec<i32> = top.iter().map(|f| f.anime_id).collect();
         let cards = self.cards(&ids).await?;
         // The passage nearest the query, for each hit found by meaning.

@@ -120,6 +120,17 @@ pub fn candidate_pool(fused: &[Fused]) -> Vec<(usize, &Fused)> {
         .collect()
 }
 
+/// What is served after the rerank stage: the fused results in `order` (the reranker's order of
+/// the pool; empty when it was skipped or failed), then the other fused results in fused order.
+pub fn served_order<'a>(order: &[i32], fused: &'a [Fused]) -> Vec<&'a Fused> {
+    let by_id: HashMap<i32, &Fused> = fused.iter().map(|f| (f.anime_id, f)).collect();
+    order
+        .iter()
+        .filter_map(|id| by_id.get(id).copied())
+        .chain(fused.iter().filter(|f| !order.contains(&f.anime_id)))
+        .collect()
+}
+
 /// The evidence for the rerank stage's [`candidate_pool`]: the vector branch's for those it
 /// found, the same evidence read in one query for those only the lexical branch found, and every
 /// candidate's popularity, summary, and whether it has the era and format `query` names.
@@ -586,6 +597,29 @@ mod tests {
         assert_eq!(picked, expected);
         // A short fused list is taken whole.
         assert_eq!(candidate_pool(&fused[..3]).len(), 3);
+    }
+
+    #[test]
+    fn the_reranked_order_leads_and_the_other_fused_results_follow_in_fused_order() {
+        let fused: Vec<Fused> = (1..=5)
+            .map(|id| Fused {
+                anime_id: id,
+                score: 1.0 / f64::from(id),
+                branch: app::search::Branch::Both,
+                lexical_rank: None,
+                vector_rank: None,
+            })
+            .collect();
+        let ids = |order: &[i32]| -> Vec<i32> {
+            served_order(order, &fused)
+                .iter()
+                .map(|f| f.anime_id)
+                .collect()
+        };
+        assert_eq!(ids(&[4, 2]), [4, 2, 1, 3, 5]);
+        // Skipped or failed: the fused order as it is; an id fusion never held is not served.
+        assert_eq!(ids(&[]), [1, 2, 3, 4, 5]);
+        assert_eq!(ids(&[9, 3]), [3, 1, 2, 4, 5]);
     }
 
     #[test]
