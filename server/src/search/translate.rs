@@ -68,6 +68,8 @@ pub struct Translation {
     pub english: String,
     /// Share of the query's words the Spanish analyser knew.
     pub spanish_share: f32,
+    /// The words it did not know, as typed (without the punctuation after them), once each.
+    pub unknown: Vec<String>,
 }
 
 impl Translation {
@@ -76,14 +78,19 @@ impl Translation {
     /// transfer.
     pub fn from_output(output: &str) -> Self {
         let mut words = 0usize;
-        let mut unknown = 0usize;
+        let mut unknown_count = 0usize;
+        let mut unknown: Vec<String> = Vec::new();
         let mut english: Vec<String> = Vec::new();
         for token in output.split_whitespace() {
             let has_letter = token.chars().any(char::is_alphabetic);
             if has_letter {
                 words += 1;
-                if token.starts_with('*') {
-                    unknown += 1;
+                if let Some(marked) = token.strip_prefix('*') {
+                    unknown_count += 1;
+                    let word: String = marked.chars().take_while(|c| c.is_alphanumeric()).collect();
+                    if !word.is_empty() && !unknown.contains(&word) {
+                        unknown.push(word);
+                    }
                 }
             }
             let clean: String = token
@@ -99,8 +106,9 @@ impl Translation {
             spanish_share: if words == 0 {
                 0.0
             } else {
-                (words - unknown) as f32 / words as f32
+                (words - unknown_count) as f32 / words as f32
             },
+            unknown,
         }
     }
 
@@ -224,20 +232,6 @@ pub fn base_forms(word: &str) -> Vec<String> {
     forms
 }
 
-/// The words of Apertium's output it did not know (marked `*`), as typed, once each.
-fn unknown_words(output: &str) -> Vec<String> {
-    let mut words: Vec<String> = Vec::new();
-    for token in output.split_whitespace() {
-        if let Some(word) = token.strip_prefix('*') {
-            let word: String = word.chars().take_while(|c| c.is_alphanumeric()).collect();
-            if !word.is_empty() && !words.contains(&word) {
-                words.push(word);
-            }
-        }
-    }
-    words
-}
-
 /// `query` with each whole word that is a key of `spellings` replaced by its value.
 fn respelled(query: &str, spellings: &[(String, String)]) -> String {
     let mut out = String::with_capacity(query.len() + 8);
@@ -325,8 +319,10 @@ async fn read_in_english(pipeline: &mut Pipeline, query: &str) -> std::io::Resul
     if !first.is_spanish() {
         return Ok(first);
     }
-    let tried: Vec<(String, Vec<String>)> = unknown_words(&output)
-        .into_iter()
+    let tried: Vec<(String, Vec<String>)> = first
+        .unknown
+        .iter()
+        .cloned()
         .map(|word| {
             let mut variants = base_forms(&word);
             variants.extend(accent_variants(&word));
@@ -345,7 +341,7 @@ async fn read_in_english(pipeline: &mut Pipeline, query: &str) -> std::io::Resul
         .flat_map(|(_, variants)| variants.iter().map(String::as_str))
         .collect();
     let answer = pipeline.translate(&spellings_asked.join(" ")).await?;
-    let still_unknown = unknown_words(&answer);
+    let still_unknown = Translation::from_output(&answer).unknown;
     let spellings: Vec<(String, String)> = tried
         .iter()
         .filter_map(|(word, variants)| {
@@ -490,7 +486,7 @@ mod tests {
     #[test]
     fn unknown_words_are_read_from_the_marks_and_respelled_whole() {
         assert_eq!(
-            unknown_words("a *huerfano, that *Tenma saw *huerfano"),
+            Translation::from_output("a *huerfano, that *Tenma saw *huerfano").unknown,
             ["huerfano", "Tenma"]
         );
         let spellings = [
