@@ -214,7 +214,7 @@ fn score(document: f64, passage: f64, popularity: i32) -> f64 {
 ///
 /// The walk is approximate, so the bound is too: it may skip an anime whose passage the index
 /// missed. Looking every one up instead moved the project's MRR 0.887 → 0.891 (one case) for
-/// 6–8 ms more per page (`docs/measurements.md`, "The whole document walk").
+/// 8–11 ms more per page, p50 (`docs/measurements.md`, "The whole document walk").
 fn worth_looking_up(
     rows: &HashMap<i32, EvidenceRow>,
     passage_floor: Option<f64>,
