@@ -220,16 +220,19 @@ fn worth_looking_up(
     passage_floor: Option<f64>,
     limit: usize,
 ) -> Vec<i32> {
-    let lacking = rows.values().filter(|row| row.passage.is_none());
-    let mut known: Vec<f64> = rows
-        .values()
-        .filter_map(|row| Some(score(row.document?, row.passage?, row.popularity)))
-        .collect();
-    known.sort_by(|a, b| b.total_cmp(a));
-    let bar = passage_floor.and_then(|_| known.get(limit.checked_sub(1)?).copied());
-    lacking
-        .filter(|row| match (bar, passage_floor, row.document) {
-            (Some(bar), Some(floor), Some(document)) => {
+    // The passage walk's farthest, and the `limit`-th score among anime whose cosines are known.
+    let bound = passage_floor.and_then(|floor| {
+        let mut known: Vec<f64> = rows
+            .values()
+            .filter_map(|row| Some(score(row.document?, row.passage?, row.popularity)))
+            .collect();
+        known.sort_by(|a, b| b.total_cmp(a));
+        Some((floor, *known.get(limit.checked_sub(1)?)?))
+    });
+    rows.values()
+        .filter(|row| row.passage.is_none())
+        .filter(|row| match (bound, row.document) {
+            (Some((floor, bar)), Some(document)) => {
                 score(document, floor.max(document), row.popularity) >= bar
             }
             _ => true,
@@ -272,9 +275,11 @@ pub async fn search(
         walked.extend(filters::bind(walk, filters).fetch_all(&mut *tx).await?);
     }
     tx.commit().await?;
-    let passages: Vec<f64> = walked.iter().filter_map(|row| row.passage).collect();
-    let passage_floor = (passages.len() >= PASSAGE_POOL)
-        .then(|| passages.iter().copied().fold(f64::INFINITY, f64::min));
+    let (passages, farthest) = walked
+        .iter()
+        .filter_map(|row| row.passage)
+        .fold((0, f64::INFINITY), |(n, far), p| (n + 1, far.min(p)));
+    let passage_floor = (passages >= PASSAGE_POOL).then_some(farthest);
     let mut rows = merge_walks(walked);
     // The walks already read every cosine but the nearest passage of anime only the document
     // walk found: one exact look-up for those that could still make the list, instead of
