@@ -234,6 +234,10 @@ async fn ingest(config: &Config, args: IngestArgs) -> Result<()> {
             documents.franchises,
             documents.franchises_with_premise
         );
+        println!(
+            "{}",
+            catalog::spanish::index(&pool, config.document_translator().as_ref()).await?
+        );
         if !report.failures.is_empty() {
             anyhow::bail!(
                 "{} page(s) could not be imported; run again to retry them",
@@ -266,6 +270,7 @@ async fn ingest(config: &Config, args: IngestArgs) -> Result<()> {
         args.include_adult,
         config.embedding_model(),
         premiser(config).as_ref(),
+        config.document_translator().as_ref(),
     )
     .await?;
     println!("{report}");

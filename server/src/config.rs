@@ -289,6 +289,15 @@ impl Config {
         }
     }
 
+    /// The document translator this configuration asks for (see `apertium_dir`): ingest builds
+    /// the Spanish word index from its translations (`catalog::spanish`).
+    pub fn document_translator(&self) -> Option<crate::catalog::DocumentTranslator> {
+        if self.apertium_dir.as_os_str() == "none" {
+            return None;
+        }
+        crate::catalog::DocumentTranslator::new(&self.apertium_dir)
+    }
+
     /// The query translator this configuration asks for (see `apertium_dir`).
     pub fn translator(&self) -> Option<std::sync::Arc<crate::search::translate::Translator>> {
         if self.apertium_dir.as_os_str() == "none" {

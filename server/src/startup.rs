@@ -122,12 +122,26 @@ impl Application {
 /// not keep the server from starting; `server ingest --demo` with a key writes LLM premises),
 /// and a warning for documents older than the lexical index.
 async fn prepare_catalog(config: &Config, pool: &PgPool) -> Result<()> {
-    if let Some(report) = catalog::load_demo_if_empty(pool, config.embedding_model(), None).await? {
+    let translator = config.document_translator();
+    if let Some(report) =
+        catalog::load_demo_if_empty(pool, config.embedding_model(), None, translator.as_ref())
+            .await?
+    {
         tracing::info!(
             anime = report.documents.anime,
             franchises = report.documents.franchises,
             seconds = report.elapsed.as_secs_f64(),
             "empty catalog: loaded the bundled demo catalog"
+        );
+    }
+    // Documents whose Spanish word index is missing or was built without the translator there
+    // now (a database older than the index, or Apertium installed since): indexed here, once.
+    let spanish = catalog::spanish::index(pool, translator.as_ref()).await?;
+    if spanish.translated + spanish.untranslated > 0 {
+        tracing::info!(
+            translated = spanish.translated,
+            untranslated = spanish.untranslated,
+            "built the Spanish word index of documents that lacked one"
         );
     }
     let stale: i64 =

@@ -8,6 +8,7 @@ pub mod import;
 pub mod media;
 pub mod passages;
 pub mod premise;
+pub mod spanish;
 pub mod store;
 pub mod titles;
 
@@ -22,24 +23,29 @@ pub use store::{DocumentCounts, LoadCounts};
 pub struct IngestReport {
     pub load: LoadCounts,
     pub documents: DocumentCounts,
+    pub spanish: spanish::SpanishIndexReport,
     #[serde(with = "crate::files::seconds")]
     pub elapsed: Duration,
 }
 
-/// Loads `media` into the catalog and rebuilds franchises, premises and documents.
+/// Loads `media` into the catalog and rebuilds franchises, premises, documents and their
+/// Spanish word index (translated when there is a `translator`).
 pub async fn ingest(
     pool: &PgPool,
     media: &[Media],
     include_adult: bool,
     model: &str,
     premiser: Option<&LlmPremiser>,
+    translator: Option<&DocumentTranslator>,
 ) -> Result<IngestReport, sqlx::Error> {
     let started = Instant::now();
     let load = store::upsert_media(pool, media, include_adult).await?;
     let documents = store::rebuild_documents(pool, model, premiser).await?;
+    let spanish = spanish::index(pool, translator).await?;
     Ok(IngestReport {
         load,
         documents,
+        spanish,
         elapsed: started.elapsed(),
     })
 }
@@ -50,6 +56,7 @@ pub async fn load_demo_if_empty(
     pool: &PgPool,
     model: &str,
     premiser: Option<&LlmPremiser>,
+    translator: Option<&DocumentTranslator>,
 ) -> Result<Option<IngestReport>, sqlx::Error> {
     let empty: bool = sqlx::query_scalar("SELECT NOT EXISTS (SELECT 1 FROM anime)")
         .fetch_one(pool)
@@ -58,12 +65,21 @@ pub async fn load_demo_if_empty(
         return Ok(None);
     }
     Ok(Some(
-        ingest(pool, &import::demo_catalog(), false, model, premiser).await?,
+        ingest(
+            pool,
+            &import::demo_catalog(),
+            false,
+            model,
+            premiser,
+            translator,
+        )
+        .await?,
     ))
 }
 
 pub use media::Media;
 pub use premise::LlmPremiser;
+pub use spanish::DocumentTranslator;
 
 impl std::fmt::Display for IngestReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -82,6 +98,7 @@ impl std::fmt::Display for IngestReport {
         }
         writeln!(f, "documents written    {:>6}", d.documents_written)?;
         writeln!(f, "documents unchanged  {:>6}", d.documents_unchanged)?;
+        writeln!(f, "{}", self.spanish)?;
         write!(
             f,
             "elapsed              {:>6.2} s",

@@ -293,7 +293,7 @@ async fn reingest(
     let media = catalog::import::read_media_file(path)
         .with_context(|| format!("reading {}", path.display()))?;
     let began = Instant::now();
-    let report = catalog::ingest(pool, &media, false, embedder.model(), None).await?;
+    let report = catalog::ingest(pool, &media, false, embedder.model(), None, None).await?;
     let vectors = crate::search::vectors::embed_missing(pool, embedder, None, false).await?;
     let seconds = began.elapsed().as_secs_f64();
     println!(

@@ -11,7 +11,10 @@
 //! also matches the whole query as
 //! `websearch_to_tsquery` reads it (all words, quoted phrases, `-excluded`). Documents are
 //! English; a word that is a Spanish or English stop word is dropped, so "el", "que" or "de" in
-//! a Spanish query match nothing instead of everything.
+//! a Spanish query match nothing instead of everything. A Spanish query's words as typed are
+//! searched in each document's Spanish word index instead ([`WordIndex::Spanish`], built from
+//! its translation by `catalog::spanish`), with the 'spanish' configuration and its own
+//! document frequencies; its English translation is searched in the English index.
 //!
 //! An English word also matches its WordNet synonyms ([`super::thesaurus`]) at
 //! [`SYNONYM_WEIGHT`] of its score and coverage; a word too common to keep is dropped with its
@@ -94,15 +97,36 @@ pub struct LexicalHit {
     pub matched_title: Option<String>,
 }
 
+/// Which of a document's two word indexes a reading of the query searches: the English one built
+/// from the document as written, or the Spanish one built from its translation
+/// ([`crate::catalog::spanish`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WordIndex {
+    English,
+    Spanish,
+}
+
+impl WordIndex {
+    /// The index's column in `documents`, its text search configuration and its table of
+    /// document frequencies.
+    fn names(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            WordIndex::English => ("lexical", "english", "lexeme_stats"),
+            WordIndex::Spanish => ("lexical_es", "spanish", "lexeme_stats_es"),
+        }
+    }
+}
+
 /// The SQL of [`search`] (its text and the constants bound to it are part of the results
 /// cache's pipeline fingerprint, see [`fingerprint`]).
-fn search_sql() -> String {
+fn search_sql(index: WordIndex) -> String {
+    let (column, config, stats) = index.names();
     format!(
         "WITH total AS (SELECT count(*)::real AS n FROM documents),
          variants AS (
-             SELECT u.w, u.v, u.weight, websearch_to_tsquery('english', u.v) AS q,
-                    (SELECT max(s.documents) FROM unnest(to_tsvector('english', u.v)) AS t
-                     JOIN lexeme_stats s ON s.lexeme = t.lexeme) AS df
+             SELECT u.w, u.v, u.weight, websearch_to_tsquery('{config}', u.v) AS q,
+                    (SELECT max(s.documents) FROM unnest(to_tsvector('{config}', u.v)) AS t
+                     JOIN {stats} s ON s.lexeme = t.lexeme) AS df
              FROM unnest($1::text[], $10::text[], $11::real[]) AS u(w, v, weight)
              WHERE numnode(websearch_to_tsquery('spanish', u.w)) > 0 OR u.w = ANY($9::text[])
          ),
@@ -110,7 +134,7 @@ fn search_sql() -> String {
          -- synonyms; one the catalog lacks is kept when a synonym is there to bridge.
          own AS (
              SELECT w, df FROM variants
-             WHERE v = w AND numnode(websearch_to_tsquery('english', w)) > 0
+             WHERE v = w AND numnode(websearch_to_tsquery('{config}', w)) > 0
          ),
          informative AS (
              SELECT v.* FROM variants v JOIN own o USING (w), total
@@ -127,13 +151,13 @@ fn search_sql() -> String {
          ),
          query AS (
              SELECT (SELECT count(*) FROM kept_words) AS words,
-                    websearch_to_tsquery('english', $2) AS whole
+                    websearch_to_tsquery('{config}', $2) AS whole
          ),
          form_hits AS (
              SELECT d.anime_id, k.w, k.v, k.weight,
-                    k.weight * k.idf * ts_rank('{{0.1, 0.6, 0.8, 1.0}}', d.lexical, k.q) AS score,
-                    d.lexical @@ query.whole AS whole
-             FROM kept k JOIN documents d ON d.lexical @@ k.q JOIN anime a ON a.id = d.anime_id,
+                    k.weight * k.idf * ts_rank('{{0.1, 0.6, 0.8, 1.0}}', d.{column}, k.q) AS score,
+                    d.{column} @@ query.whole AS whole
+             FROM kept k JOIN documents d ON d.{column} @@ k.q JOIN anime a ON a.id = d.anime_id,
                   query
              WHERE true {filters}
          ),
@@ -171,15 +195,16 @@ fn search_sql() -> String {
                 t.title AS matched_title
          FROM text_hits x FULL JOIN title_hits t USING (anime_id)
          ORDER BY score DESC, anime_id LIMIT $5",
-        filters = filters::sql(12)
+        filters = filters::sql(12),
     )
 }
 
 /// Changes whenever the lexical branch's SQL or constants do.
 pub fn fingerprint() -> String {
     let inputs = format!(
-        "{}|{ALL_WORDS_BONUS}|{TITLE_WEIGHT}|{SYNONYM_WEIGHT}|{}|{}|{MAX_WORD_SHARE}|{MAX_QUERY_WORDS}|{:?}",
-        search_sql(),
+        "{}|{}|{ALL_WORDS_BONUS}|{TITLE_WEIGHT}|{SYNONYM_WEIGHT}|{}|{}|{MAX_WORD_SHARE}|{MAX_QUERY_WORDS}|{:?}",
+        search_sql(WordIndex::English),
+        search_sql(WordIndex::Spanish),
         super::thesaurus::SENSES,
         super::thesaurus::MAX_SYNONYMS,
         ENGLISH_WORDS_IN_SPANISH_STOPLIST
@@ -188,9 +213,10 @@ pub fn fingerprint() -> String {
 }
 
 /// Up to `limit` matches, best first. With `english` (a Spanish query's translation) the query as
-/// typed and its translation are searched apart and each anime keeps its better match: the
-/// typed words find Spanish titles and synonyms, the English ones find synopses, and neither's
-/// stray words can add up with the other's.
+/// typed is searched in the Spanish word index and its translation in the English one, and each
+/// anime keeps its better match: the typed words find the Spanish of the documents (and their
+/// titles and synonyms as written), the English ones the documents' own words, and neither's stray
+/// words can add up with the other's.
 pub async fn search(
     pool: &PgPool,
     query: &str,
@@ -202,6 +228,7 @@ pub async fn search(
     let Some(english) = english else {
         return search_text(
             pool,
+            WordIndex::English,
             &WordForms::of(query, thesaurus),
             query,
             filters,
@@ -216,8 +243,22 @@ pub async fn search(
         WordForms::of(english, thesaurus),
     );
     let (typed, translated) = tokio::join!(
-        search_text(pool, &typed_forms, query, filters, limit),
-        search_text(pool, &english_forms, english, filters, limit)
+        search_text(
+            pool,
+            WordIndex::Spanish,
+            &typed_forms,
+            query,
+            filters,
+            limit
+        ),
+        search_text(
+            pool,
+            WordIndex::English,
+            &english_forms,
+            english,
+            filters,
+            limit
+        )
     );
     Ok(better_of(typed?, translated?, limit))
 }
@@ -271,12 +312,13 @@ impl WordForms {
 
 async fn search_text(
     pool: &PgPool,
+    index: WordIndex,
     forms: &WordForms,
     query: &str,
     filters: &Filters,
     limit: usize,
 ) -> Result<Vec<LexicalHit>, sqlx::Error> {
-    let sql = search_sql();
+    let sql = search_sql(index);
     // Not a named prepared statement: after five runs PostgreSQL may switch a named one to a
     // generic plan that ignores how rare the query's words are (measured: 0.8 s instead of
     // 10 ms); an unnamed statement is planned with its values every time.

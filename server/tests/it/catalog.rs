@@ -23,7 +23,7 @@ async fn row_versions(pool: &PgPool) -> Vec<(i32, String, String)> {
 #[sqlx::test(migrations = "../migrations")]
 async fn demo_catalog_loads_once_and_reloading_changes_nothing(pool: PgPool) {
     let demo = import::demo_catalog();
-    let first = catalog::load_demo_if_empty(&pool, MODEL, None)
+    let first = catalog::load_demo_if_empty(&pool, MODEL, None, None)
         .await
         .unwrap()
         .expect("empty catalog");
@@ -32,7 +32,7 @@ async fn demo_catalog_loads_once_and_reloading_changes_nothing(pool: PgPool) {
     assert!(first.documents.franchises >= 10, "{:?}", first.documents);
     // Not empty any more: the demo is not loaded twice.
     assert!(
-        catalog::load_demo_if_empty(&pool, MODEL, None)
+        catalog::load_demo_if_empty(&pool, MODEL, None, None)
             .await
             .unwrap()
             .is_none()
@@ -40,7 +40,7 @@ async fn demo_catalog_loads_once_and_reloading_changes_nothing(pool: PgPool) {
 
     let before = row_versions(&pool).await;
     let version = search::cache::catalog_version(&pool).await.unwrap();
-    let again = catalog::ingest(&pool, &demo, false, MODEL, None)
+    let again = catalog::ingest(&pool, &demo, false, MODEL, None, None)
         .await
         .unwrap();
     assert_eq!((again.load.inserted, again.load.updated), (0, 0));
@@ -61,7 +61,7 @@ async fn demo_catalog_loads_once_and_reloading_changes_nothing(pool: PgPool) {
 
 #[sqlx::test(migrations = "../migrations")]
 async fn sequels_carry_their_franchise_premise(pool: PgPool) {
-    catalog::load_demo_if_empty(&pool, MODEL, None)
+    catalog::load_demo_if_empty(&pool, MODEL, None, None)
         .await
         .unwrap();
     let root: Option<i32> = sqlx::query_scalar("SELECT franchise_root_id FROM anime WHERE id = $1")
@@ -83,7 +83,7 @@ async fn sequels_carry_their_franchise_premise(pool: PgPool) {
 #[sqlx::test(migrations = "../migrations")]
 async fn a_changed_entry_is_updated_and_only_its_documents_rebuilt(pool: PgPool) {
     let mut demo = import::demo_catalog();
-    catalog::ingest(&pool, &demo, false, MODEL, None)
+    catalog::ingest(&pool, &demo, false, MODEL, None, None)
         .await
         .unwrap();
     let standalone = demo
@@ -104,7 +104,7 @@ async fn a_changed_entry_is_updated_and_only_its_documents_rebuilt(pool: PgPool)
         .unwrap()
     };
     let before = themes_of_another_mystery().await;
-    let report = catalog::ingest(&pool, &demo, false, MODEL, None)
+    let report = catalog::ingest(&pool, &demo, false, MODEL, None, None)
         .await
         .unwrap();
     assert_eq!(report.load.updated, 1);
@@ -117,11 +117,18 @@ async fn a_changed_entry_is_updated_and_only_its_documents_rebuilt(pool: PgPool)
 async fn adult_entries_are_skipped_unless_asked(pool: PgPool) {
     let adult: Media =
         serde_json::from_str(r#"{"id": 1, "title": {"romaji": "X"}, "isAdult": true}"#).unwrap();
-    let report = catalog::ingest(&pool, std::slice::from_ref(&adult), false, MODEL, None)
-        .await
-        .unwrap();
+    let report = catalog::ingest(
+        &pool,
+        std::slice::from_ref(&adult),
+        false,
+        MODEL,
+        None,
+        None,
+    )
+    .await
+    .unwrap();
     assert_eq!((report.load.skipped_adult, report.load.inserted), (1, 0));
-    let report = catalog::ingest(&pool, &[adult], true, MODEL, None)
+    let report = catalog::ingest(&pool, &[adult], true, MODEL, None, None)
         .await
         .unwrap();
     assert_eq!(report.load.inserted, 1);
@@ -130,10 +137,10 @@ async fn adult_entries_are_skipped_unless_asked(pool: PgPool) {
 #[sqlx::test(migrations = "../migrations")]
 async fn another_embedding_model_gives_every_document_a_new_hash(pool: PgPool) {
     let demo = import::demo_catalog();
-    catalog::ingest(&pool, &demo, false, MODEL, None)
+    catalog::ingest(&pool, &demo, false, MODEL, None, None)
         .await
         .unwrap();
-    let report = catalog::ingest(&pool, &demo, false, "text-embedding-3-small", None)
+    let report = catalog::ingest(&pool, &demo, false, "text-embedding-3-small", None, None)
         .await
         .unwrap();
     assert_eq!(report.documents.documents_written, demo.len());
@@ -148,7 +155,7 @@ async fn another_embedding_model_gives_every_document_a_new_hash(pool: PgPool) {
 async fn shared_reference_catalog_imports_completely_and_idempotently(pool: PgPool) {
     let media = import::read_media_file(&shared_catalog()).unwrap();
     assert_eq!(media.len(), 6855);
-    let first = catalog::ingest(&pool, &media, false, MODEL, None)
+    let first = catalog::ingest(&pool, &media, false, MODEL, None, None)
         .await
         .unwrap();
     assert_eq!(first.load.inserted + first.load.skipped_adult, 6855);
@@ -166,7 +173,7 @@ async fn shared_reference_catalog_imports_completely_and_idempotently(pool: PgPo
     assert!(mob.starts_with("Series premise ("), "{mob}");
 
     let before = row_versions(&pool).await;
-    let again = catalog::ingest(&pool, &media, false, MODEL, None)
+    let again = catalog::ingest(&pool, &media, false, MODEL, None, None)
         .await
         .unwrap();
     assert_eq!(
@@ -194,7 +201,7 @@ async fn control_characters_in_an_entry_neither_fail_the_import_nor_reach_docume
         "tags": [{ "name": "Iyashikei\u{0}", "rank": 90 }],
     }))
     .unwrap();
-    catalog::ingest(&pool, &[media], false, MODEL, None)
+    catalog::ingest(&pool, &[media], false, MODEL, None, None)
         .await
         .unwrap();
     let text = document(&pool, 9_000_001).await;
@@ -205,4 +212,123 @@ async fn control_characters_in_an_entry_neither_fail_the_import_nor_reach_docume
         .await
         .unwrap();
     assert!(raw.contains("NulTitle"), "{raw}");
+}
+
+/// Mushishi (TV 2005), AniList id 457.
+const MUSHISHI: i32 = 457;
+
+/// Whether the Spanish word index of `anime_id` holds `word` (as the 'spanish' configuration
+/// reads it).
+async fn spanish_index_holds(pool: &PgPool, anime_id: i32, word: &str) -> bool {
+    sqlx::query_scalar(
+        "SELECT lexical_es @@ plainto_tsquery('spanish', $2) FROM documents WHERE anime_id = $1",
+    )
+    .bind(anime_id)
+    .bind(word)
+    .fetch_one(pool)
+    .await
+    .unwrap()
+}
+
+/// Mushishi's demo document says "travels" and "quiet"; its Spanish translation says "viaja" and
+/// "tranquilo", which the Spanish stemmer meets with a query's "viajaba" or "tranquila". Built
+/// once: a second ingest translates nothing.
+#[sqlx::test(migrations = "../migrations")]
+async fn documents_are_indexed_in_spanish_from_their_translation(pool: PgPool) {
+    let demo = import::demo_catalog();
+    let translator = crate::common::document_translator();
+    let first = catalog::ingest(&pool, &demo, false, MODEL, None, Some(translator))
+        .await
+        .unwrap();
+    assert_eq!(
+        (first.spanish.translated, first.spanish.untranslated),
+        (demo.len(), 0),
+        "{:?}",
+        first.spanish
+    );
+    for word in ["viajaba", "tranquila", "mushishi"] {
+        assert!(spanish_index_holds(&pool, MUSHISHI, word).await, "{word}");
+    }
+    let stats: i64 = sqlx::query_scalar("SELECT count(*) FROM lexeme_stats_es")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert!(stats > 1000, "{stats} Spanish lexemes");
+
+    let again = catalog::ingest(&pool, &demo, false, MODEL, None, Some(translator))
+        .await
+        .unwrap();
+    assert_eq!(
+        (again.spanish.translated, again.spanish.unchanged),
+        (0, demo.len())
+    );
+
+    // The typed words of a Spanish query are searched there: "brumoso" finds Mushishi through
+    // its translation of "misty" (no English document has the word, and the English reading here
+    // matches nothing).
+    let hits = search::lexical::search(
+        &pool,
+        "brumoso",
+        Some("zzxq"),
+        None,
+        &app::search::Filters::default(),
+        50,
+    )
+    .await
+    .unwrap();
+    let mushishi = hits
+        .iter()
+        .find(|h| h.anime_id == MUSHISHI)
+        .expect("Mushishi is found");
+    assert_eq!(mushishi.matched_words, ["brumoso"]);
+}
+
+/// Without Apertium the index is built from the English text (typed Spanish still finds titles
+/// as written), and marked so that an ingest with Apertium translates it later.
+#[sqlx::test(migrations = "../migrations")]
+async fn without_a_translator_the_english_text_is_indexed_until_one_is_there(pool: PgPool) {
+    let demo = import::demo_catalog();
+    let report = catalog::ingest(&pool, &demo, false, MODEL, None, None)
+        .await
+        .unwrap();
+    assert_eq!(
+        (report.spanish.translated, report.spanish.untranslated),
+        (0, demo.len())
+    );
+    assert!(spanish_index_holds(&pool, MUSHISHI, "mushishi").await);
+    assert!(!spanish_index_holds(&pool, MUSHISHI, "viajaba").await);
+
+    let later = catalog::spanish::index(&pool, Some(crate::common::document_translator()))
+        .await
+        .unwrap();
+    assert_eq!((later.translated, later.unchanged), (demo.len(), 0));
+    assert!(spanish_index_holds(&pool, MUSHISHI, "viajaba").await);
+}
+
+/// An Apertium that fails (here: a data directory whose analyser is an empty file) leaves the
+/// index built from the English text, says why, and is retried by the next ingest.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_failing_translator_falls_back_to_the_english_text(pool: PgPool) {
+    let broken = tempfile::tempdir().unwrap();
+    std::fs::write(broken.path().join("eng-spa.automorf.bin"), b"").unwrap();
+    let translator = catalog::DocumentTranslator::new(broken.path()).expect("the file is there");
+    let demo = import::demo_catalog();
+    let report = catalog::ingest(&pool, &demo, false, MODEL, None, Some(&translator))
+        .await
+        .unwrap();
+    assert_eq!(
+        (report.spanish.translated, report.spanish.untranslated),
+        (0, demo.len())
+    );
+    assert!(
+        report.spanish.translator_error.is_some(),
+        "{:?}",
+        report.spanish
+    );
+    assert!(spanish_index_holds(&pool, MUSHISHI, "mushishi").await);
+
+    let retried = catalog::spanish::index(&pool, Some(crate::common::document_translator()))
+        .await
+        .unwrap();
+    assert_eq!(retried.translated, demo.len());
 }

@@ -77,6 +77,16 @@ pub fn translator() -> Arc<Translator> {
     )
 }
 
+/// Apertium's English-Spanish document translator, one per test binary: it remembers what it
+/// translated, so the demo catalog is translated once however many tests load it.
+pub fn document_translator() -> &'static catalog::DocumentTranslator {
+    static TRANSLATOR: OnceLock<catalog::DocumentTranslator> = OnceLock::new();
+    TRANSLATOR.get_or_init(|| {
+        catalog::DocumentTranslator::new(std::path::Path::new(DEBIAN_DATA_DIR))
+            .expect("apertium-eng-spa is installed (scripts/test installs it when missing)")
+    })
+}
+
 /// Debian's WordNet, which the tests need as the server does; read once per test binary (a
 /// second in a debug build).
 pub fn thesaurus() -> Arc<Thesaurus> {
@@ -96,9 +106,16 @@ pub fn thesaurus() -> Arc<Thesaurus> {
 /// time, so only the first test on a fresh machine computes them.
 pub async fn demo_engine(pool: &PgPool) -> SearchEngine {
     static EMBEDDING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-    catalog::ingest(pool, &import::demo_catalog(), false, MODEL, None)
-        .await
-        .unwrap();
+    catalog::ingest(
+        pool,
+        &import::demo_catalog(),
+        false,
+        MODEL,
+        None,
+        Some(document_translator()),
+    )
+    .await
+    .unwrap();
     let embedder = local_embedder();
     {
         let _one_at_a_time = EMBEDDING.lock().await;

@@ -18,7 +18,7 @@ async fn llm_premises_are_written_once_and_go_in_front_of_sequels(pool: PgPool) 
     let fake = FakeOpenAi::start(KEY).await.unwrap();
     let llm = premiser(&fake, Duration::from_secs(10));
     let demo = import::demo_catalog();
-    let report = catalog::ingest(&pool, &demo, false, MODEL, Some(&llm))
+    let report = catalog::ingest(&pool, &demo, false, MODEL, Some(&llm), None)
         .await
         .unwrap();
     let franchises = report.documents.franchises;
@@ -45,7 +45,7 @@ async fn llm_premises_are_written_once_and_go_in_front_of_sequels(pool: PgPool) 
     assert_eq!(stored as usize, franchises);
 
     // Unchanged catalog: no new request, no new premise, no document rewritten.
-    let again = catalog::ingest(&pool, &demo, false, MODEL, Some(&llm))
+    let again = catalog::ingest(&pool, &demo, false, MODEL, Some(&llm), None)
         .await
         .unwrap();
     assert_eq!(fake.requests().len(), franchises);
@@ -69,7 +69,7 @@ async fn a_failing_model_falls_back_to_local_premises_and_is_retried_next_time(p
         ChatBehaviour::MalformedJson,
     ] {
         fake.set_behaviour(behaviour.clone());
-        let report = catalog::ingest(&pool, &demo, false, MODEL, Some(&llm))
+        let report = catalog::ingest(&pool, &demo, false, MODEL, Some(&llm), None)
             .await
             .unwrap();
         assert_eq!(
@@ -89,7 +89,7 @@ async fn a_failing_model_falls_back_to_local_premises_and_is_retried_next_time(p
     }
     // The model is back: the LLM premises are made now and the documents follow.
     fake.set_behaviour(ChatBehaviour::Normal);
-    let report = catalog::ingest(&pool, &demo, false, MODEL, Some(&llm))
+    let report = catalog::ingest(&pool, &demo, false, MODEL, Some(&llm), None)
         .await
         .unwrap();
     assert_eq!(report.documents.premise_fallbacks, 0);
@@ -137,9 +137,16 @@ async fn control_characters_from_the_model_do_not_reach_premises(pool: PgPool) {
     let fake = FakeOpenAi::start(KEY).await.unwrap();
     fake.set_behaviour(fakes::openai::ChatBehaviour::ControlCharacters);
     let llm = premiser(&fake, Duration::from_secs(10));
-    let report = catalog::ingest(&pool, &import::demo_catalog(), false, MODEL, Some(&llm))
-        .await
-        .unwrap();
+    let report = catalog::ingest(
+        &pool,
+        &import::demo_catalog(),
+        false,
+        MODEL,
+        Some(&llm),
+        None,
+    )
+    .await
+    .unwrap();
     assert_eq!(report.documents.premise_fallbacks, 0);
     let mob = document(&pool, MOB_PSYCHO_III).await;
     assert!(
