@@ -10,7 +10,8 @@
 //! Each document's whole text (the body that is also embedded: premise, titles, synopsis,
 //! genres, themes) goes through one Apertium `eng-spa` pipeline, a document per line; the
 //! titles are indexed at weight A as they are, the translation at weight C. A document is indexed
-//! again only when its body or the translator changed (`lexical_es_hash`). Without Apertium, or
+//! again only when its body or the translator changed (`lexical_es_hash`); a translated one keeps
+//! its translation when a later run has no Apertium. Without Apertium, or
 //! when it fails, the English body is indexed with the Spanish configuration instead (typed
 //! Spanish still finds Spanish titles and synonyms, as before this index), marked so that the next
 //! ingest with a working Apertium translates it.
@@ -46,6 +47,8 @@ const PIPELINE: &str = "apertium-destxt \
     | apertium-retxt";
 /// What a document indexed from its English text is marked with (never a translator's name).
 const UNTRANSLATED: &str = "untranslated";
+/// What a document indexed from Apertium's translation is marked with.
+const APERTIUM: &str = "apertium-eng-spa";
 /// Documents written per statement.
 const WRITE_BATCH: usize = 500;
 
@@ -83,7 +86,7 @@ impl DocumentTranslator {
 
     /// What goes into each document's `lexical_es_hash` besides its text.
     fn name(&self) -> &'static str {
-        "apertium-eng-spa"
+        APERTIUM
     }
 
     /// The Spanish of each text, in order; texts translated before are not sent again.
@@ -200,12 +203,21 @@ pub async fn index(
         sqlx::query_as("SELECT anime_id, body, lexical_es_hash FROM documents ORDER BY anime_id")
             .fetch_all(pool)
             .await?;
-    let source = translator.map_or(UNTRANSLATED, DocumentTranslator::name);
+    // Without a translator, a document Apertium translated and whose body has not changed keeps
+    // its translation: a server started without Apertium must not make the index worse.
+    let current: &[&str] = match translator {
+        Some(t) => &[t.name()],
+        None => &[UNTRANSLATED, APERTIUM],
+    };
     let mut report = SpanishIndexReport::default();
     let stale: Vec<(i32, String)> = rows
         .into_iter()
         .filter_map(|(id, body, stored)| {
-            if stored.as_deref() == Some(index_hash(source, &body).as_str()) {
+            let stored = stored.unwrap_or_default();
+            if current
+                .iter()
+                .any(|source| stored == index_hash(source, &body))
+            {
                 report.unchanged += 1;
                 None
             } else {

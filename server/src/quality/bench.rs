@@ -104,7 +104,15 @@ pub async fn run(config: &Config, pool: PgPool, args: BenchArgs) -> Result<()> {
         (served_rate, baseline_rate) = (Some(served), Some(baseline));
     }
     let reingest = match &args.catalog {
-        Some(path) => Some(reingest(&pool, embedder.as_ref(), path).await?),
+        Some(path) => Some(
+            reingest(
+                &pool,
+                embedder.as_ref(),
+                config.document_translator().as_ref(),
+                path,
+            )
+            .await?,
+        ),
         None => None,
     };
     if let Some(path) = &args.report {
@@ -284,16 +292,19 @@ async fn document_embedding(config: &Config, pool: &PgPool, sample: usize) -> Re
     Ok((served_rate, baseline_rate))
 }
 
-/// Seconds a no-change re-ingest of `path` (already loaded) takes, vectors included.
+/// Seconds a no-change re-ingest of `path` (already loaded) takes, vectors included. With the
+/// configured translator, as `server ingest` runs it: without, every document's Spanish word
+/// index would be rebuilt from its English text.
 async fn reingest(
     pool: &PgPool,
     embedder: &dyn embedder::Embedder,
+    translator: Option<&crate::catalog::DocumentTranslator>,
     path: &std::path::Path,
 ) -> Result<f64> {
     let media = catalog::import::read_media_file(path)
         .with_context(|| format!("reading {}", path.display()))?;
     let began = Instant::now();
-    let report = catalog::ingest(pool, &media, false, embedder.model(), None, None).await?;
+    let report = catalog::ingest(pool, &media, false, embedder.model(), None, translator).await?;
     let vectors = crate::search::vectors::embed_missing(pool, embedder, None, false).await?;
     let seconds = began.elapsed().as_secs_f64();
     println!(

@@ -262,6 +262,10 @@ async fn documents_are_indexed_in_spanish_from_their_translation(pool: PgPool) {
         (again.spanish.translated, again.spanish.unchanged),
         (0, demo.len())
     );
+    // A process without Apertium (a server started elsewhere) keeps the translations.
+    let without = catalog::spanish::index(&pool, None).await.unwrap();
+    assert_eq!((without.untranslated, without.unchanged), (0, demo.len()));
+    assert!(spanish_index_holds(&pool, MUSHISHI, "viajaba").await);
 
     // The typed words of a Spanish query are searched there: "brumoso" finds Mushishi through
     // its translation of "misty" (no English document has the word, and the English reading here
