@@ -169,7 +169,8 @@ pub struct SpanishIndexReport {
     pub translated: usize,
     /// Documents indexed from their English text (no translator, or it failed).
     pub untranslated: usize,
-    /// Documents already indexed from their current text by this translator.
+    /// Documents already indexed from their current text: by this translator, or (a run
+    /// without one) by Apertium before.
     pub unchanged: usize,
     /// Why the translator could not be used, when it failed.
     pub translator_error: Option<String>,
