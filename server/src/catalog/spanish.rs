@@ -116,7 +116,10 @@ impl DocumentTranslator {
     /// One Apertium run over `texts`. Each text is sent as one line (its line breaks become
     /// spaces), so line i of the output is text i.
     async fn run_apertium(&self, texts: &[String]) -> Result<Vec<String>, TranslateError> {
-        let pipeline = PIPELINE.replace("{d}", &self.data_dir.to_string_lossy());
+        let pipeline = PIPELINE.replace(
+            "{d}",
+            &crate::search::translate::shell_quoted(&self.data_dir),
+        );
         let mut child = Command::new("sh")
             .arg("-c")
             .arg(pipeline)

@@ -253,6 +253,11 @@ fn respelled(query: &str, spellings: &[(String, String)]) -> String {
     out
 }
 
+/// `path` as one single-quoted `sh` word, whatever characters it holds.
+pub(crate) fn shell_quoted(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
+}
+
 struct Pipeline {
     shell: Child,
     input: ChildStdin,
@@ -261,7 +266,7 @@ struct Pipeline {
 
 impl Pipeline {
     fn start(data: &Path) -> std::io::Result<Self> {
-        let quoted = format!("'{}'", data.display().to_string().replace('\'', r"'\''"));
+        let quoted = shell_quoted(data);
         let script = STAGES
             .iter()
             .map(|stage| stage.replace("{d}", &quoted))
