@@ -193,8 +193,10 @@ impl std::fmt::Display for SpanishIndexReport {
     }
 }
 
-fn index_hash(source: &str, body: &str) -> String {
-    super::document::hex(&Sha256::digest(format!("{source}\n{body}").as_bytes()))
+/// SQL for a document's `lexical_es_hash`: over what its index was built from (`source`, an SQL
+/// expression: the translator's name, or `untranslated`) and its body `d.body`.
+fn index_hash_sql(source: &str) -> String {
+    format!("encode(sha256(convert_to({source} || E'\\n' || d.body, 'UTF8')), 'hex')")
 }
 
 /// Builds the Spanish word index of every document whose body or translator changed since it
@@ -203,32 +205,30 @@ pub async fn index(
     pool: &PgPool,
     translator: Option<&DocumentTranslator>,
 ) -> Result<SpanishIndexReport, sqlx::Error> {
-    let rows: Vec<(i32, String, Option<String>)> =
-        sqlx::query_as("SELECT anime_id, body, lexical_es_hash FROM documents ORDER BY anime_id")
-            .fetch_all(pool)
-            .await?;
     // Without a translator, a document Apertium translated and whose body has not changed keeps
     // its translation: a server started without Apertium must not make the index worse.
     let current: &[&str] = match translator {
         Some(t) => &[t.name()],
         None => &[UNTRANSLATED, APERTIUM],
     };
-    let mut report = SpanishIndexReport::default();
-    let stale: Vec<(i32, String)> = rows
-        .into_iter()
-        .filter_map(|(id, body, stored)| {
-            let stored = stored.unwrap_or_default();
-            if current
-                .iter()
-                .any(|source| stored == index_hash(source, &body))
-            {
-                report.unchanged += 1;
-                None
-            } else {
-                Some((id, body))
-            }
-        })
-        .collect();
+    // Compared in the database, so a run with nothing to do (every server start) reads no body.
+    let stale: Vec<(i32, String)> = sqlx::query_as(&format!(
+        "SELECT anime_id, body FROM documents d
+         WHERE d.lexical_es_hash IS NULL
+            OR d.lexical_es_hash <> ALL (SELECT {} FROM unnest($1::text[]) AS s(source))
+         ORDER BY anime_id",
+        index_hash_sql("source")
+    ))
+    .bind(current)
+    .fetch_all(pool)
+    .await?;
+    let documents: i64 = sqlx::query_scalar("SELECT count(*) FROM documents")
+        .fetch_one(pool)
+        .await?;
+    let mut report = SpanishIndexReport {
+        unchanged: documents as usize - stale.len(),
+        ..Default::default()
+    };
     if !stale.is_empty() {
         let bodies: Vec<String> = stale.iter().map(|(_, body)| body.clone()).collect();
         let translated = match translator {
@@ -255,23 +255,20 @@ pub async fn index(
         let mut tx = pool.begin().await?;
         for (chunk, texts) in stale.chunks(WRITE_BATCH).zip(texts.chunks(WRITE_BATCH)) {
             let ids: Vec<i32> = chunk.iter().map(|(id, _)| *id).collect();
-            let hashes: Vec<String> = chunk
-                .iter()
-                .map(|(_, body)| index_hash(source, body))
-                .collect();
-            sqlx::query(
+            sqlx::query(&format!(
                 "UPDATE documents d SET
                      lexical_es = setweight(to_tsvector('spanish', coalesce(
                          (SELECT string_agg(t.title, ' | ' ORDER BY t.title) FROM anime_titles t
                           WHERE t.anime_id = d.anime_id), '')), 'A')
                          || setweight(to_tsvector('spanish', u.text), 'C'),
-                     lexical_es_hash = u.hash
-                 FROM unnest($1::int[], $2::text[], $3::text[]) AS u(anime_id, text, hash)
+                     lexical_es_hash = {}
+                 FROM unnest($1::int[], $2::text[]) AS u(anime_id, text)
                  WHERE d.anime_id = u.anime_id",
-            )
+                index_hash_sql("$3")
+            ))
             .bind(&ids)
             .bind(texts)
-            .bind(&hashes)
+            .bind(source)
             .execute(&mut *tx)
             .await?;
         }
