@@ -20,7 +20,7 @@ use std::{
     collections::HashMap,
     path::{Path, PathBuf},
     process::Stdio,
-    sync::{Arc, Mutex},
+    sync::Arc,
 };
 
 use sha2::{Digest, Sha256};
@@ -58,7 +58,7 @@ const WRITE_BATCH: usize = 500;
 #[derive(Debug, Clone)]
 pub struct DocumentTranslator {
     data_dir: PathBuf,
-    done: Arc<Mutex<HashMap<[u8; 32], String>>>,
+    done: Arc<tokio::sync::Mutex<HashMap<[u8; 32], String>>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -89,27 +89,25 @@ impl DocumentTranslator {
         APERTIUM
     }
 
-    /// The Spanish of each text, in order; texts translated before are not sent again.
+    /// The Spanish of each text, in order; texts translated before are not sent again. Callers
+    /// take turns (the memo is held across the Apertium run): tests that load the demo at once
+    /// would otherwise each start a pipeline before any had filled it.
     pub async fn translate(&self, texts: &[String]) -> Result<Vec<String>, TranslateError> {
         let keys: Vec<[u8; 32]> = texts.iter().map(|t| Sha256::digest(t).into()).collect();
-        let missing: Vec<String> = {
-            let done = self.done.lock().expect("translation memo poisoned");
-            let mut seen = std::collections::HashSet::new();
-            texts
-                .iter()
-                .zip(&keys)
-                .filter(|(_, key)| !done.contains_key(*key) && seen.insert(**key))
-                .map(|(text, _)| text.clone())
-                .collect()
-        };
+        let mut done = self.done.lock().await;
+        let mut seen = std::collections::HashSet::new();
+        let missing: Vec<String> = texts
+            .iter()
+            .zip(&keys)
+            .filter(|(_, key)| !done.contains_key(*key) && seen.insert(**key))
+            .map(|(text, _)| text.clone())
+            .collect();
         if !missing.is_empty() {
             let spanish = self.run_apertium(&missing).await?;
-            let mut done = self.done.lock().expect("translation memo poisoned");
             for (text, spanish) in missing.iter().zip(spanish) {
                 done.insert(Sha256::digest(text).into(), spanish);
             }
         }
-        let done = self.done.lock().expect("translation memo poisoned");
         Ok(keys.iter().map(|key| done[key].clone()).collect())
     }
 
