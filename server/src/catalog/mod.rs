@@ -7,6 +7,7 @@ pub mod franchise;
 pub mod import;
 pub mod media;
 pub mod passages;
+pub mod popularity;
 pub mod premise;
 pub mod spanish;
 pub mod store;
@@ -98,6 +99,13 @@ impl std::fmt::Display for IngestReport {
         }
         writeln!(f, "documents written    {:>6}", d.documents_written)?;
         writeln!(f, "documents unchanged  {:>6}", d.documents_unchanged)?;
+        if d.popularity_estimates_changed > 0 {
+            writeln!(
+                f,
+                "popularity estimated {:>6}",
+                d.popularity_estimates_changed
+            )?;
+        }
         writeln!(f, "{}", self.spanish)?;
         write!(
             f,

@@ -46,6 +46,9 @@ pub struct DocumentCounts {
     pub premise_fallbacks: usize,
     pub documents_written: usize,
     pub documents_unchanged: usize,
+    /// Anime without a popularity of their own whose estimate changed
+    /// ([`super::popularity`]).
+    pub popularity_estimates_changed: i64,
 }
 
 /// sha256 of the Media as we store it; equal hashes mean nothing to write.
@@ -203,8 +206,8 @@ async fn replace_relations(
     Ok(())
 }
 
-/// Recomputes franchises, premises and documents from the stored catalog, writing only what
-/// changed. `model` is the embedding model whose name goes into each content hash; with a
+/// Recomputes franchises, premises, documents and the popularity estimates from the stored
+/// catalog, writing only what changed. `model` is the embedding model whose name goes into each content hash; with a
 /// `premiser`, franchises get LLM-written premises (the local one when the model fails).
 pub async fn rebuild_documents(
     pool: &PgPool,
@@ -237,6 +240,7 @@ pub async fn rebuild_documents(
     (counts.documents_written, counts.documents_unchanged) =
         write_documents(&mut tx, &catalog, &premise_of, model).await?;
     refresh_lexeme_stats(&mut tx, counts.documents_written > 0).await?;
+    counts.popularity_estimates_changed = super::popularity::estimate_missing(&mut tx).await?;
     tx.commit().await?;
     Ok(counts)
 }

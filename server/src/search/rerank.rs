@@ -13,6 +13,8 @@ use std::collections::HashMap;
 
 use sqlx::PgPool;
 
+use crate::catalog::popularity::MEMBERS_SQL;
+
 use super::{cues::QueryCues, fusion::Fused, lexical::LexicalHit, vector};
 
 /// Candidates handed to the rerank stage (the fused top). 25 rather than 50: the top 25 keeps
@@ -162,8 +164,8 @@ pub async fn candidates(
             }
         }
     }
-    let facts: HashMap<i32, CandidateFacts> = sqlx::query_as::<_, CandidateFacts>(
-        "SELECT a.id, a.popularity, coalesce(a.season_year, a.start_year) AS year, a.format,
+    let facts: HashMap<i32, CandidateFacts> = sqlx::query_as::<_, CandidateFacts>(&format!(
+        "SELECT a.id, {MEMBERS_SQL} AS popularity, coalesce(a.season_year, a.start_year) AS year, a.format,
                 a.genres,
                 concat_ws('. ',
                     concat_ws(' / ', coalesce(a.title_romaji, a.title_native), a.title_english),
@@ -179,8 +181,8 @@ pub async fn candidates(
              WHERE p.root_id = a.franchise_root_id AND a.id <> a.franchise_root_id
              ORDER BY p.generator = $3, p.created_at DESC LIMIT 1
          ) premise ON true
-         WHERE a.id = ANY($1)",
-    )
+         WHERE a.id = ANY($1)"
+    ))
     .bind(&ids)
     .bind(SUMMARY_CHARS as i32)
     .bind(crate::catalog::franchise::LOCAL_GENERATOR)
@@ -269,7 +271,8 @@ impl LocalReranker {
     /// cosine, each minus the best among the candidates (≤ 0, in units of 0.01: e5's cosines
     /// crowd between 0.75 and 0.9; a candidate without one gets -10), title similarity (0–1),
     /// word coverage (0–1), RRF score over the best RRF score (0–1), log10 of popularity over
-    /// 6 (AniList's most popular titles have a few million members), 1 when the candidate is
+    /// 6 (AniList's most popular titles have a few million members; estimated for a record
+    /// without one, [`crate::catalog::popularity`]), 1 when the candidate is
     /// from the era, and 1 when it is of the format, the query names (else 0), and the share of
     /// the genres the query names that it has (0–1).
     pub fn features(candidates: &[Candidate]) -> Vec<[f64; FEATURES]> {

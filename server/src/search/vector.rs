@@ -11,6 +11,8 @@ use std::collections::HashMap;
 use app::search::Filters;
 use sqlx::PgPool;
 
+use crate::catalog::popularity::MEMBERS_SQL;
+
 use super::{
     e5,
     embedder::{OPENAI_DIMENSION, OPENAI_MODEL},
@@ -57,7 +59,7 @@ fn walk_sql(model: &str, table: &str, cosines: &str) -> Result<String, VectorErr
         .replace("{d}", &dimension.to_string())
         .replace("{name}", name);
     Ok(format!(
-        "SELECT e.anime_id, coalesce(a.popularity, 0) AS popularity, {cosines}
+        "SELECT e.anime_id, {MEMBERS_SQL} AS popularity, {cosines}
          FROM {table} e JOIN anime a ON a.id = e.anime_id
          WHERE e.model = '{name}' {filters}
          ORDER BY e.embedding::vector({dimension}) <=> $1::vector({dimension})
@@ -107,7 +109,8 @@ pub const DOCUMENT_POOL: usize = 200;
 /// branch alone, recall@20): 1 gave 0.88 and 0.68, 1.5 0.90 and 0.69, 2 0.90 and 0.70, 3 0.88
 /// and 0.70.
 const PASSAGE_WEIGHT: f64 = 2.0;
-/// Weight of the popularity prior, log10(AniList members) / 6 (0 to about 1). Of two anime that
+/// Weight of the popularity prior, log10(AniList members) / 6 (0 to about 1; members estimated for
+/// a record without them, [`crate::catalog::popularity`]). Of two anime that
 /// fit a description about as well, people mostly mean the one they have heard of: e5's cosines
 /// crowd within a few hundredths, and without it obscure titles whose synopses happen to share
 /// the query's words fill the list. 0.05, 0.1 and 0.2 were measured (`docs/measurements.md`);
@@ -158,7 +161,7 @@ struct EvidenceRow {
 fn evidence_sql(model: &str) -> Result<String, VectorError> {
     let (name, dimension) = index_terms(model)?;
     Ok(format!(
-        "SELECT a.id AS anime_id, coalesce(a.popularity, 0) AS popularity,
+        "SELECT a.id AS anime_id, {MEMBERS_SQL} AS popularity,
                 1 - (SELECT e.embedding::vector({dimension}) <=> $1::vector({dimension})
                      FROM embeddings e WHERE e.anime_id = a.id AND e.model = '{name}') AS document,
                 1 - nearest.distance AS passage, nearest.passage AS passage_index
@@ -474,7 +477,7 @@ pub fn similar_sql(model: &str) -> Result<String, VectorError> {
                                    WHERE e.anime_id = c.anime_id AND e.model = '{name}'), 1) AS text_cosine,
                 1 - coalesce(y.d, (SELECT d.themes <=> (SELECT t FROM source) FROM documents d
                                    WHERE d.anime_id = c.anime_id), 1) AS theme_cosine,
-                coalesce(a.popularity, 0) AS popularity,
+                {MEMBERS_SQL} AS popularity,
                 coalesce(a.average_score, 0) AS average_score,
                 a.franchise_root_id,
                 array_remove(ARRAY[a.title_romaji, a.title_english], NULL) AS titles,

@@ -336,3 +336,71 @@ async fn a_failing_translator_falls_back_to_the_english_text(pool: PgPool) {
         .unwrap();
     assert_eq!(retried.translated, demo.len());
 }
+
+/// Popularity and average score of an ingested anime, and its estimated popularity.
+async fn popularity_row(pool: &PgPool, id: i32) -> (Option<i32>, Option<i32>) {
+    sqlx::query_as("SELECT popularity, estimated_popularity FROM anime WHERE id = $1")
+        .bind(id)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+/// A record without a popularity gets the median popularity of the anime scored within 2 points
+/// of it, else the catalog's median; a record with one keeps its own; and the estimates follow
+/// the catalog: an ingest that moves no median changes none, one that does changes them.
+#[sqlx::test(migrations = "../migrations")]
+async fn an_anime_without_a_popularity_gets_that_of_anime_scored_like_it(pool: PgPool) {
+    let mut catalog: Vec<Media> = import::demo_catalog()
+        .into_iter()
+        .filter(|m| m.relation_edges().is_empty())
+        .take(7)
+        .collect();
+    assert_eq!(catalog.len(), 7, "seven standalone anime in the demo");
+    // (score, popularity): a band of three around 71, two far above, and two without one.
+    let rows = [
+        (Some(70), Some(100)),
+        (Some(71), Some(300)),
+        (Some(72), Some(200)),
+        (Some(90), Some(5000)),
+        (Some(95), Some(6000)),
+        (Some(71), None), // its band, 69-73: 100, 200, 300
+        (None, None),     // no score: the catalog's 100, 200, 300, 5000, 6000
+    ];
+    for (media, (score, popularity)) in catalog.iter_mut().zip(rows) {
+        media.average_score = score;
+        media.popularity = popularity;
+    }
+    let (banded, unscored) = (catalog[5].id, catalog[6].id);
+    let report = catalog::ingest(&pool, &catalog, false, MODEL, None, None)
+        .await
+        .unwrap();
+    assert_eq!(report.documents.popularity_estimates_changed, 2);
+    assert_eq!(popularity_row(&pool, banded).await, (None, Some(200)));
+    assert_eq!(popularity_row(&pool, unscored).await, (None, Some(300)));
+    assert_eq!(
+        popularity_row(&pool, catalog[0].id).await,
+        (Some(100), None)
+    );
+
+    let again = catalog::ingest(&pool, &catalog, false, MODEL, None, None)
+        .await
+        .unwrap();
+    assert_eq!(again.documents.popularity_estimates_changed, 0);
+
+    // A little-known anime scored 71 joins: the band's median and the catalog's both fall.
+    let mut newcomer = import::demo_catalog()
+        .into_iter()
+        .filter(|m| m.relation_edges().is_empty())
+        .nth(7)
+        .expect("an eighth standalone anime");
+    newcomer.average_score = Some(71);
+    newcomer.popularity = Some(50);
+    catalog.push(newcomer);
+    let moved = catalog::ingest(&pool, &catalog, false, MODEL, None, None)
+        .await
+        .unwrap();
+    assert_eq!(moved.documents.popularity_estimates_changed, 2);
+    assert_eq!(popularity_row(&pool, banded).await, (None, Some(100)));
+    assert_eq!(popularity_row(&pool, unscored).await, (None, Some(200)));
+}

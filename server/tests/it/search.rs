@@ -71,6 +71,42 @@ async fn the_briefs_example_keeps_mushishi_near_the_top(pool: PgPool) {
     }
 }
 
+/// A record without a popularity is scored with its estimate ([`catalog::popularity`]), not as
+/// the most obscure anime in the catalog: Mushishi's vector score for the brief's example with its
+/// popularity removed, before and after the estimate is computed.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_missing_popularity_is_estimated_not_read_as_zero(pool: PgPool) {
+    let engine = demo_engine(&pool).await;
+    let query = "something calm, about someone who travels alone and helps people";
+    let retrieval = engine.retrieve(query, &Filters::default()).await.unwrap();
+    assert!(retrieval.vector.iter().any(|hit| hit.anime_id == MUSHISHI));
+    let query_vector = retrieval.query_vector.expect("the query is embedded");
+    // The vector branch's score for Mushishi, wherever it ranks (without its popularity it
+    // falls out of the demo's top 50 altogether).
+    let mushishi_score = || async {
+        vector::evidence(&pool, MODEL, &query_vector, &[MUSHISHI])
+            .await
+            .unwrap()[0]
+            .score
+    };
+    let with_its_own = mushishi_score().await;
+    sqlx::query("UPDATE anime SET popularity = NULL WHERE id = $1")
+        .bind(MUSHISHI)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let without = mushishi_score().await;
+    assert!(without < with_its_own, "{without} vs {with_its_own}");
+    // What ingest runs after a load (the medians may move others' estimates too).
+    let changed: i64 = sqlx::query_scalar("SELECT estimate_missing_popularity()")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert!(changed >= 1, "{changed}");
+    let with_estimate = mushishi_score().await;
+    assert!(with_estimate > without, "{with_estimate} vs {without}");
+}
+
 /// "magician" is in no demo document; WordNet's second sense of it holds "sorcerer" and
 /// "wizard", which are. The synonym's match counts half (coverage 0.5 for a one-word query).
 #[sqlx::test(migrations = "../migrations")]
