@@ -179,6 +179,21 @@ fn test_config(folder: &std::path::Path) -> Config {
     config
 }
 
+/// The server's warnings and errors (or what `RUST_LOG` asks for), written through libtest's
+/// capture: shown under a failing test, next to its panic, and nowhere else. Without them a
+/// request that hangs says only that it timed out.
+fn capture_server_logs() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_test_writer()
+            .try_init();
+    });
+}
+
 /// The app as `server serve` builds it (`startup::Application::build_with`), over `pool` and
 /// `engine`, serving until the test ends.
 pub async fn spawn_app_on(
@@ -186,6 +201,7 @@ pub async fn spawn_app_on(
     engine: SearchEngine,
     configure: impl FnOnce(&mut Config),
 ) -> TestApp {
+    capture_server_logs();
     let folder = tempfile::tempdir().unwrap();
     let mut config = test_config(folder.path());
     configure(&mut config);
