@@ -28,7 +28,7 @@ test('home page renders on the server and hydrates', async ({ page, request }) =
   expect(violations).toEqual([]);
 });
 
-test('a Spanish description finds Mushishi, and its page lists similar anime', async ({ page }) => {
+test('a Spanish description finds Mushishi in the top 3, and its page lists similar anime', async ({ page }) => {
   await page.goto('/');
   await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
   await page
@@ -39,6 +39,9 @@ test('a Spanish description finds Mushishi, and its page lists similar anime', a
   const results = page.getByRole('list').filter({ has: page.locator('.hit') }).first();
   const mushishi = results.getByRole('link', { name: /^Mushishi/ }).first();
   await expect(mushishi).toBeVisible();
+  // The brief's promise: among the first three results, not merely on the page.
+  const firstThree = (await results.locator('li.hit h3 a').allTextContents()).slice(0, 3);
+  expect(firstThree.some((title) => /^Mushishi/.test(title.trim())), firstThree.join(' | ')).toBe(true);
   await page.screenshot({ path: 'artifacts/results.png', fullPage: true });
 
   await mushishi.click();
