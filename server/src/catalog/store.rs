@@ -207,8 +207,9 @@ async fn replace_relations(
 }
 
 /// Recomputes franchises, premises, documents and the popularity estimates from the stored
-/// catalog, writing only what changed. `model` is the embedding model whose name goes into each content hash; with a
-/// `premiser`, franchises get LLM-written premises (the local one when the model fails).
+/// catalog, writing only what changed. `model` is the embedding model whose name goes into each
+/// content hash; with a `premiser`, franchises get LLM-written premises (the local one when the
+/// model fails).
 pub async fn rebuild_documents(
     pool: &PgPool,
     model: &str,

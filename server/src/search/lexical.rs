@@ -5,8 +5,8 @@
 //! Queries are descriptions more often than keywords, so a document matches when it holds any
 //! of the query's informative words (per-word `websearch_to_tsquery`, which never raises a syntax
 //! error; words in more than 5% of documents, and in more than 20, are dropped and the 12 rarest
-//! kept, counted in `lexeme_stats`). A document scores the sum over the words it holds of IDF (ln N/df) times
-//! `ts_rank` for that word (which counts repeats and weighs the field: A 1.0, B 0.8, C 0.6 —
+//! kept, counted in `lexeme_stats`). A document scores the sum over the words it holds of IDF
+//! (ln N/df) times `ts_rank` for that word (which counts repeats and weighs the field: A 1.0, B 0.8, C 0.6 —
 //! flatter than PostgreSQL's default 1.0/0.4/0.2, because descriptions match synopses, not titles), plus a bonus when it
 //! also matches the whole query as
 //! `websearch_to_tsquery` reads it (all words, quoted phrases, `-excluded`). Documents are

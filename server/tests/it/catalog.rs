@@ -337,7 +337,7 @@ async fn a_failing_translator_falls_back_to_the_english_text(pool: PgPool) {
     assert_eq!(retried.translated, demo.len());
 }
 
-/// Popularity and average score of an ingested anime, and its estimated popularity.
+/// An ingested anime's own popularity and its estimate.
 async fn popularity_row(pool: &PgPool, id: i32) -> (Option<i32>, Option<i32>) {
     sqlx::query_as("SELECT popularity, estimated_popularity FROM anime WHERE id = $1")
         .bind(id)
