@@ -1,12 +1,12 @@
 //! Popularity for anime whose record has none. Search weighs a popularity prior (of two anime
 //! that fit a description, people mostly mean the one they have heard of), and about one record
 //! in ten in the shared catalog has no popularity at all (*Frieren*, *Ranma ½*): read as 0, each
-//! ranked as the most obscure anime in the catalog, and *Frieren* was in neither branch's top 50
-//! for a description of it. Such an anime gets the median popularity of the anime whose average
-//! score is within 2 points of its own (members and score go together), else the catalog's median:
-//! the estimate is computed in SQL by `estimate_missing_popularity()` (migration
-//! `…_estimated_popularity.sql`), which ingest runs after every load because a new anime moves
-//! the medians.
+//! ranked as the most obscure anime in the catalog, and the vector branch put *Frieren* below its
+//! 200th for a description whose 3rd-nearest passage was *Frieren*'s. Such an anime gets the
+//! median popularity of the anime whose average score is within 2 points of its own (members and
+//! score go together), else the catalog's median: the estimate is computed in SQL by
+//! `estimate_missing_popularity()` (migration `…_estimated_popularity.sql`), which ingest runs
+//! after every load because a new anime moves the medians.
 
 use sqlx::{Postgres, Transaction};
 

@@ -128,7 +128,11 @@ impl WordIndex {
 fn search_sql(index: WordIndex) -> String {
     let (column, config, stats) = index.names();
     format!(
-        "WITH total AS (SELECT count(*)::real AS n FROM documents),
+        "WITH total AS (
+             SELECT count(*)::real AS n,
+                    greatest($7::real * count(*), {MIN_COMMON_DOCUMENTS}) AS common
+             FROM documents
+         ),
          variants AS (
              SELECT u.w, u.v, u.weight, websearch_to_tsquery('{config}', u.v) AS q,
                     (SELECT max(s.documents) FROM unnest(to_tsvector('{config}', u.v)) AS t
@@ -144,8 +148,8 @@ fn search_sql(index: WordIndex) -> String {
          ),
          informative AS (
              SELECT v.* FROM variants v JOIN own o USING (w), total
-             WHERE numnode(v.q) > 0 AND v.df <= greatest($7::real * total.n, {MIN_COMMON_DOCUMENTS})
-               AND coalesce(o.df, 0) <= greatest($7::real * total.n, {MIN_COMMON_DOCUMENTS})
+             WHERE numnode(v.q) > 0 AND v.df <= total.common
+               AND coalesce(o.df, 0) <= total.common
          ),
          kept_words AS (
              SELECT w FROM informative GROUP BY w

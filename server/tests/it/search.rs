@@ -96,10 +96,11 @@ async fn a_missing_popularity_is_estimated_not_read_as_zero(pool: PgPool) {
     let without = mushishi_score().await;
     assert!(without < with_its_own, "{without} vs {with_its_own}");
     // What ingest runs after a load (the medians may move others' estimates too).
-    let changed: i64 = sqlx::query_scalar("SELECT estimate_missing_popularity()")
-        .fetch_one(&pool)
+    let mut tx = pool.begin().await.unwrap();
+    let changed = catalog::popularity::estimate_missing(&mut tx)
         .await
         .unwrap();
+    tx.commit().await.unwrap();
     assert!(changed >= 1, "{changed}");
     let with_estimate = mushishi_score().await;
     assert!(with_estimate > without, "{with_estimate} vs {without}");
