@@ -46,7 +46,7 @@ pub struct DocumentCounts {
     pub premise_fallbacks: usize,
     pub documents_written: usize,
     pub documents_unchanged: usize,
-    /// Anime without a popularity of their own whose estimate changed
+    /// Anime with a missing or partial popularity whose estimate changed
     /// ([`super::popularity`]).
     pub popularity_estimates_changed: i64,
 }
@@ -241,7 +241,7 @@ pub async fn rebuild_documents(
     (counts.documents_written, counts.documents_unchanged) =
         write_documents(&mut tx, &catalog, &premise_of, model).await?;
     refresh_lexeme_stats(&mut tx, counts.documents_written > 0).await?;
-    counts.popularity_estimates_changed = super::popularity::estimate_missing(&mut tx).await?;
+    counts.popularity_estimates_changed = super::popularity::estimate(&mut tx).await?;
     tx.commit().await?;
     Ok(counts)
 }

@@ -346,9 +346,30 @@ async fn popularity_row(pool: &PgPool, id: i32) -> (Option<i32>, Option<i32>) {
         .unwrap()
 }
 
+/// Sets the facts the popularity estimate reads: start year, average score, members.
+fn set_facts(media: &mut Media, year: Option<i32>, score: Option<i32>, popularity: Option<i32>) {
+    media.season_year = year;
+    media.start_date = None;
+    media.average_score = score;
+    media.popularity = popularity;
+}
+
+/// What search reads as an anime's popularity ([`catalog::popularity::MEMBERS_SQL`]).
+async fn members_read(pool: &PgPool, id: i32) -> i32 {
+    sqlx::query_scalar(&format!(
+        "SELECT {} FROM anime a WHERE a.id = $1",
+        catalog::popularity::MEMBERS_SQL
+    ))
+    .bind(id)
+    .fetch_one(pool)
+    .await
+    .unwrap()
+}
+
 /// A record without a popularity gets the median popularity of the anime scored within 2 points
 /// of it, else the catalog's median; a record with one keeps its own; and the estimates follow
-/// the catalog: an ingest that moves no median changes none, one that does changes them.
+/// the catalog: an ingest that moves no median changes none, one that does changes them. (The
+/// records are undated, so no year's counts can be partial: the next test.)
 #[sqlx::test(migrations = "../migrations")]
 async fn an_anime_without_a_popularity_gets_that_of_anime_scored_like_it(pool: PgPool) {
     let mut catalog: Vec<Media> = import::demo_catalog()
@@ -368,8 +389,7 @@ async fn an_anime_without_a_popularity_gets_that_of_anime_scored_like_it(pool: P
         (None, None),     // no score: the catalog's 100, 200, 300, 5000, 6000
     ];
     for (media, (score, popularity)) in catalog.iter_mut().zip(rows) {
-        media.average_score = score;
-        media.popularity = popularity;
+        set_facts(media, None, score, popularity);
     }
     let (banded, unscored) = (catalog[5].id, catalog[6].id);
     let report = catalog::ingest(&pool, &catalog, false, MODEL, None, None)
@@ -394,8 +414,7 @@ async fn an_anime_without_a_popularity_gets_that_of_anime_scored_like_it(pool: P
         .filter(|m| m.relation_edges().is_empty())
         .nth(7)
         .expect("an eighth standalone anime");
-    newcomer.average_score = Some(71);
-    newcomer.popularity = Some(50);
+    set_facts(&mut newcomer, None, Some(71), Some(50));
     catalog.push(newcomer);
     let moved = catalog::ingest(&pool, &catalog, false, MODEL, None, None)
         .await
@@ -403,4 +422,67 @@ async fn an_anime_without_a_popularity_gets_that_of_anime_scored_like_it(pool: P
     assert_eq!(moved.documents.popularity_estimates_changed, 2);
     assert_eq!(popularity_row(&pool, banded).await, (None, Some(100)));
     assert_eq!(popularity_row(&pool, unscored).await, (None, Some(200)));
+}
+
+/// The counts of the trailing run of start years where most records have none are partial:
+/// such a record gets the estimate too, from complete years' counts only, and search reads the
+/// larger of the two. Once a later year is complete, the run ends before it and the count stands.
+#[sqlx::test(migrations = "../migrations")]
+async fn counts_from_the_latest_years_where_most_are_missing_are_read_as_at_least_the_estimate(
+    pool: PgPool,
+) {
+    let mut catalog: Vec<Media> = import::demo_catalog()
+        .into_iter()
+        .filter(|m| m.relation_edges().is_empty())
+        .take(8)
+        .collect();
+    assert_eq!(catalog.len(), 8, "eight standalone anime in the demo");
+    // (year, score, popularity): 2000 and 2001 complete; 2002 has one count of two.
+    let rows = [
+        (2000, 70, Some(100)),
+        (2000, 71, Some(300)),
+        (2000, 72, Some(200)),
+        (2001, 90, Some(5000)),
+        (2001, 71, Some(400)),
+        (2002, 71, Some(10)), // partial: its band over complete years is 100, 200, 300, 400
+        (2002, 71, None),
+        (2002, 90, Some(9000)), // partial, but above its estimate (5000): its own stands
+    ];
+    for (media, (year, score, popularity)) in catalog.iter_mut().zip(rows) {
+        set_facts(media, Some(year), Some(score), popularity);
+    }
+    // 2002: two counts of three, under 90%.
+    let (partial, missing, famous) = (catalog[5].id, catalog[6].id, catalog[7].id);
+    let report = catalog::ingest(&pool, &catalog, false, MODEL, None, None)
+        .await
+        .unwrap();
+    assert_eq!(report.documents.popularity_estimates_changed, 3);
+    assert_eq!(popularity_row(&pool, partial).await, (Some(10), Some(200)));
+    assert_eq!(popularity_row(&pool, missing).await, (None, Some(200)));
+    assert_eq!(popularity_row(&pool, famous).await, (Some(9000), Some(5000)));
+    assert_eq!(members_read(&pool, partial).await, 200);
+    assert_eq!(members_read(&pool, missing).await, 200);
+    assert_eq!(members_read(&pool, famous).await, 9000);
+    assert_eq!(
+        popularity_row(&pool, catalog[4].id).await,
+        (Some(400), None),
+        "a complete year's count is not estimated"
+    );
+
+    // A complete 2003 joins: 2002 is no longer the latest, its counts stand, and its missing
+    // record's band now holds them (10, 50, 100, 200, 300, 400).
+    let mut newcomer = import::demo_catalog()
+        .into_iter()
+        .filter(|m| m.relation_edges().is_empty())
+        .nth(8)
+        .expect("a ninth standalone anime");
+    set_facts(&mut newcomer, Some(2003), Some(71), Some(50));
+    catalog.push(newcomer);
+    catalog::ingest(&pool, &catalog, false, MODEL, None, None)
+        .await
+        .unwrap();
+    assert_eq!(popularity_row(&pool, partial).await, (Some(10), None));
+    assert_eq!(members_read(&pool, partial).await, 10);
+    assert_eq!(popularity_row(&pool, famous).await, (Some(9000), None));
+    assert_eq!(popularity_row(&pool, missing).await, (None, Some(100)));
 }
