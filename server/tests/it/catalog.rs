@@ -459,7 +459,10 @@ async fn counts_from_the_latest_years_where_most_are_missing_are_read_as_at_leas
     assert_eq!(report.documents.popularity_estimates_changed, 3);
     assert_eq!(popularity_row(&pool, partial).await, (Some(10), Some(200)));
     assert_eq!(popularity_row(&pool, missing).await, (None, Some(200)));
-    assert_eq!(popularity_row(&pool, famous).await, (Some(9000), Some(5000)));
+    assert_eq!(
+        popularity_row(&pool, famous).await,
+        (Some(9000), Some(5000))
+    );
     assert_eq!(members_read(&pool, partial).await, 200);
     assert_eq!(members_read(&pool, missing).await, 200);
     assert_eq!(members_read(&pool, famous).await, 9000);

@@ -97,9 +97,7 @@ async fn a_missing_popularity_is_estimated_not_read_as_zero(pool: PgPool) {
     assert!(without < with_its_own, "{without} vs {with_its_own}");
     // What ingest runs after a load (the medians may move others' estimates too).
     let mut tx = pool.begin().await.unwrap();
-    let changed = catalog::popularity::estimate(&mut tx)
-        .await
-        .unwrap();
+    let changed = catalog::popularity::estimate(&mut tx).await.unwrap();
     tx.commit().await.unwrap();
     assert!(changed >= 1, "{changed}");
     let with_estimate = mushishi_score().await;
