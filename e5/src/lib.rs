@@ -4,9 +4,11 @@
 //! ([`container`]); the tokenizer is XLM-R's ([`tokenize`]). At load the twelve encoder layers are
 //! dequantised to f32 and packed in 32-column panels, so that a forward pass is a handful of
 //! matrix products whose inner loop is nothing but fused multiply-adds on registers
-//! ([`kernels`]). The instruction set is chosen at run time ([`Kernel::detect`]): AVX-512F,
-//! AVX2+FMA, or portable code for any other CPU; all three compute the same sums in a different
-//! order. One text runs on the calling thread, so concurrent callers scale with the cores.
+//! ([`kernels`]). The instruction set is chosen at run time ([`Kernel::detect`]): the linear
+//! layers in int8 through AVX512_VNNI ([`int8`]) or in bf16 through AVX512_BF16 ([`bf16`]),
+//! or everything in f32 with AVX-512F, AVX2+FMA, or portable code for any other CPU (the f32
+//! kernels compute the same sums in a different order). One text runs on the calling thread,
+//! so concurrent callers scale with the cores.
 //!
 //! Output: the mean of the last layer over the tokens, L2-normalised (384 numbers), for inputs
 //! prefixed `query: ` or `passage: ` as the model was trained.
@@ -15,6 +17,7 @@
 pub mod kernels;
 pub mod bf16;
 pub mod container;
+pub mod int8;
 pub mod tokenize;
 
 use std::path::Path;
@@ -23,6 +26,7 @@ use anyhow::{Context, Result, bail, ensure};
 
 use bf16::PackedBf16;
 use container::{Container, Dimensions, dequantize, dequantize_row};
+use int8::PackedInt8;
 pub use kernels::Kernel;
 use kernels::{Isa, Packed, Plain};
 pub use tokenize::{E5Tokenizer, Kind};
@@ -34,12 +38,22 @@ pub const DIMENSION: usize = 384;
 enum Weights {
     F32(Packed),
     Bf16(PackedBf16),
+    Int8(PackedInt8),
 }
 
 impl Weights {
-    fn pack(w: &[f32], n: usize, k: usize, kernel: Kernel) -> Self {
-        if kernel == Kernel::Avx512Bf16 {
-            return Weights::Bf16(PackedBf16::pack_rows(w, n, k));
+    /// `kernel`'s packing; `attention_input` marks the query, key and value projections,
+    /// which the int8 kernel keeps in bf16: their input (a layer norm's output) has a few
+    /// channels far larger than the rest, so one int8 scale per token loses the small ones
+    /// (cosine to the f32 path 0.9987 with them in int8, 0.9994 without).
+    fn pack(w: &[f32], n: usize, k: usize, kernel: Kernel, attention_input: bool) -> Self {
+        match kernel {
+            Kernel::Avx512Bf16 => return Weights::Bf16(PackedBf16::pack_rows(w, n, k)),
+            Kernel::Avx512Vnni if attention_input => {
+                return Weights::Bf16(PackedBf16::pack_rows(w, n, k));
+            }
+            Kernel::Avx512Vnni => return Weights::Int8(PackedInt8::pack_rows(w, n, k)),
+            _ => {}
         }
         let mut packed = Packed::new();
         packed.pack_rows(w, n, k, k);
@@ -50,6 +64,7 @@ impl Weights {
         match self {
             Weights::F32(p) => p.rows(),
             Weights::Bf16(p) => p.rows(),
+            Weights::Int8(p) => p.rows(),
         }
     }
 }
@@ -114,7 +129,7 @@ impl Encoder {
         let linear = |prefix: &str, rows: usize, cols: usize| -> Result<Linear> {
             let weight = matrix(&format!("{prefix}.w"), rows, cols)?;
             Ok(Linear {
-                weight: Weights::pack(&weight, rows, cols, kernel),
+                weight: Weights::pack(&weight, rows, cols, kernel, false),
                 bias: vector(&format!("{prefix}.b"), rows)?,
             })
         };
@@ -134,7 +149,7 @@ impl Encoder {
             }
             layers.push(Layer {
                 qkv: Linear {
-                    weight: Weights::pack(&qkv_weight, 3 * h, h, kernel),
+                    weight: Weights::pack(&qkv_weight, 3 * h, h, kernel, true),
                     bias: qkv_bias,
                 },
                 attention_out: linear(&format!("l{l}.ao"), h, h)?,
@@ -197,6 +212,8 @@ impl Encoder {
                 #[cfg(target_arch = "x86_64")]
                 Kernel::Avx512Bf16 => forward_avx512_bf16(self, ids),
                 #[cfg(target_arch = "x86_64")]
+                Kernel::Avx512Vnni => forward_avx512_vnni(self, ids),
+                #[cfg(target_arch = "x86_64")]
                 Kernel::Avx512 => forward_avx512(self, ids),
                 #[cfg(target_arch = "x86_64")]
                 Kernel::Avx2 => forward_avx2(self, ids),
@@ -216,6 +233,12 @@ unsafe fn forward_avx512(model: &Encoder, ids: &[u32]) -> Vec<f32> {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx512bf16,avx2,fma")]
 unsafe fn forward_avx512_bf16(model: &Encoder, ids: &[u32]) -> Vec<f32> {
+    forward::<kernels::Avx512>(model, ids)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx512vnni,avx2,fma")]
+unsafe fn forward_avx512_vnni(model: &Encoder, ids: &[u32]) -> Vec<f32> {
     forward::<kernels::Avx512>(model, ids)
 }
 
@@ -258,7 +281,7 @@ fn forward<I: Isa>(model: &Encoder, ids: &[u32]) -> Vec<f32> {
     let mut context = vec![0.0; seq * h];
     let mut projected = vec![0.0; seq * h];
     let mut inner = vec![0.0; seq * f];
-    let mut scratch = Vec::new();
+    let mut scratch = Scratch::default();
     let mut keys = Packed::new();
     let mut values = Packed::new();
     for layer in &model.layers {
@@ -307,6 +330,13 @@ fn forward<I: Isa>(model: &Encoder, ids: &[u32]) -> Vec<f32> {
     x
 }
 
+/// A linear layer's input in the reduced precision of its weights, reused across layers.
+#[derive(Default)]
+struct Scratch {
+    bf16: Vec<u16>,
+    int8: int8::Quantized,
+}
+
 /// `out` (seq × layer outputs) = `x` (seq × `k`) through `layer`.
 #[inline(always)]
 fn linear<I: Isa>(
@@ -315,7 +345,7 @@ fn linear<I: Isa>(
     k: usize,
     layer: &Linear,
     out: &mut [f32],
-    scratch: &mut Vec<u16>,
+    scratch: &mut Scratch,
 ) {
     let n = layer.weight.rows();
     match &layer.weight {
@@ -323,12 +353,20 @@ fn linear<I: Isa>(
         #[cfg(target_arch = "x86_64")]
         Weights::Bf16(w) => {
             debug_assert_eq!(w.depth(), k);
-            // SAFETY: bf16 weights exist only for the AVX512-BF16 kernel, which `load_for`
-            // allows only on CPUs that have it.
-            unsafe { bf16::matmul(x, seq, w, out, n, scratch) }
+            // SAFETY: bf16 weights exist only for the AVX512-BF16 and AVX512-VNNI kernels,
+            // which `load_for` allows only on CPUs that have AVX512_BF16.
+            unsafe { bf16::matmul(x, seq, w, out, n, &mut scratch.bf16) }
+        }
+        #[cfg(target_arch = "x86_64")]
+        Weights::Int8(w) => {
+            debug_assert_eq!(w.depth(), k);
+            // SAFETY: int8 weights exist only for the AVX512-VNNI kernel, likewise.
+            unsafe { int8::matmul(x, seq, w, out, n, &mut scratch.int8) }
         }
         #[cfg(not(target_arch = "x86_64"))]
-        Weights::Bf16(_) => unreachable!("bf16 weights on a CPU without AVX512-BF16"),
+        Weights::Bf16(_) | Weights::Int8(_) => {
+            unreachable!("bf16 or int8 weights on a CPU without AVX-512")
+        }
     }
     kernels::add_bias(out, seq, n, n, &layer.bias);
 }

@@ -55,8 +55,9 @@ pub struct Config {
     )]
     pub inference_threads: usize,
 
-    /// Kernel of the local embedder: `avx512-bf16`, `avx512`, `avx2` or `plain` (default: the
-    /// widest this CPU runs; a kernel the CPU lacks is refused at start).
+    /// Kernel of the local embedder: `avx512-bf16`, `avx512-vnni` (int8: faster, but it moves
+    /// search results), `avx512`, `avx2` or `plain` (default: the widest this CPU runs, int8
+    /// aside; a kernel the CPU lacks is refused at start).
     #[arg(long, env = "ZENBU_E5_KERNEL", value_parser = parse_kernel, global = true)]
     pub e5_kernel: Option<e5::Kernel>,
 
@@ -328,8 +329,10 @@ fn secret(value: &str) -> Result<SecretString, std::convert::Infallible> {
 }
 
 fn parse_kernel(name: &str) -> Result<e5::Kernel, String> {
-    e5::Kernel::from_name(name)
-        .ok_or_else(|| format!("{name:?}: use avx512-bf16, avx512, avx2 or plain"))
+    e5::Kernel::from_name(name).ok_or_else(|| {
+        let names: Vec<&str> = e5::Kernel::ALL.iter().map(|k| k.name()).collect();
+        format!("{name:?}: use {}", names.join(", "))
+    })
 }
 
 /// Where and how the embedded PostgreSQL runs when no `DATABASE_URL` is given.
@@ -433,7 +436,7 @@ mod tests {
         );
         let mut argv = vec!["probe", "--e5-kernel", "sse9"];
         let error = Probe::try_parse_from(argv.drain(..)).err().unwrap();
-        assert!(error.to_string().contains("use avx512-bf16"), "{error}");
+        assert!(error.to_string().contains("avx512-bf16, "), "{error}");
     }
 
     #[test]
