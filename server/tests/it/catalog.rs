@@ -437,7 +437,8 @@ async fn counts_from_the_latest_years_where_most_are_missing_are_read_as_at_leas
         .take(8)
         .collect();
     assert_eq!(catalog.len(), 8, "eight standalone anime in the demo");
-    // (year, score, popularity): 2000 and 2001 complete; 2002 has one count of two.
+    // (year, score, popularity): 2000 and 2001 complete; 2002 has two counts of three, under
+    // 90%, and is the latest year.
     let rows = [
         (2000, 70, Some(100)),
         (2000, 71, Some(300)),
@@ -451,7 +452,6 @@ async fn counts_from_the_latest_years_where_most_are_missing_are_read_as_at_leas
     for (media, (year, score, popularity)) in catalog.iter_mut().zip(rows) {
         set_facts(media, Some(year), Some(score), popularity);
     }
-    // 2002: two counts of three, under 90%.
     let (partial, missing, famous) = (catalog[5].id, catalog[6].id, catalog[7].id);
     let report = catalog::ingest(&pool, &catalog, false, MODEL, None, None)
         .await
