@@ -162,38 +162,20 @@ mod tests {
             eprintln!("skipped: this CPU has no AVX512_BF16");
             return;
         }
-        for (m, k, n) in [(1, 1, 1), (5, 7, 33), (13, 64, 32), (25, 385, 70)] {
-            let a: Vec<f32> = (0..m * k)
-                .map(|i| ((i * 37 % 101) as f32 - 50.0) / 50.0)
-                .collect();
-            let b: Vec<f32> = (0..n * k)
-                .map(|i| ((i * 53 % 97) as f32 - 48.0) / 48.0)
-                .collect();
-            let packed = PackedBf16::pack_rows(&b, n, k);
-            let ldc = n + 3;
-            let mut c = vec![f32::NAN; m * ldc];
-            let mut scratch = Vec::new();
-            // SAFETY: checked above that the CPU has the instructions.
-            unsafe { matmul(&a, m, &packed, &mut c, ldc, &mut scratch) };
-            for i in 0..m {
-                for j in 0..n {
-                    let exact: f64 = (0..k)
-                        .map(|p| a[i * k + p] as f64 * b[j * k + p] as f64)
-                        .sum();
-                    let scale: f64 = (0..k)
-                        .map(|p| (a[i * k + p] * b[j * k + p]).abs() as f64)
-                        .sum();
-                    let got = c[i * ldc + j] as f64;
-                    assert!(
-                        (got - exact).abs() <= 1e-2 * scale + 1e-6,
-                        "{m}x{k}x{n} [{i},{j}]: {got} vs {exact}"
-                    );
-                }
-                assert!(
-                    c[i * ldc + n..(i + 1) * ldc].iter().all(|v| v.is_nan()),
-                    "wrote outside C"
-                );
-            }
-        }
+        crate::kernels::check_against_definition(
+            |a, m, b, n, k, c, ldc| {
+                let packed = PackedBf16::pack_rows(b, n, k);
+                // SAFETY: checked above that the CPU has the instructions.
+                unsafe { matmul(a, m, &packed, c, ldc, &mut Vec::new()) };
+            },
+            |row, column| {
+                let scale: f64 = row
+                    .iter()
+                    .zip(column)
+                    .map(|(x, w)| (x * w).abs() as f64)
+                    .sum();
+                1e-2 * scale + 1e-6
+            },
+        );
     }
 }

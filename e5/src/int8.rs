@@ -297,51 +297,24 @@ mod tests {
             eprintln!("skipped: this CPU has no AVX512_VNNI");
             return;
         }
-        for (m, k, n) in [(1, 1, 1), (5, 7, 33), (13, 64, 32), (25, 385, 70)] {
-            let a: Vec<f32> = (0..m * k)
-                .map(|i| ((i * 37 % 101) as f32 - 50.0) / 50.0)
-                .collect();
-            let b: Vec<f32> = (0..n * k)
-                .map(|i| ((i * 53 % 97) as f32 - 48.0) / 48.0)
-                .collect();
-            let packed = PackedInt8::pack_rows(&b, n, k);
-            let ldc = n + 3;
-            let mut c = vec![f32::NAN; m * ldc];
-            let mut scratch = Quantized::default();
-            // SAFETY: checked above that the CPU has the instructions.
-            unsafe { matmul(&a, m, &packed, &mut c, ldc, &mut scratch) };
-            for i in 0..m {
-                let a_max = a[i * k..(i + 1) * k]
+        crate::kernels::check_against_definition(
+            |a, m, b, n, k, c, ldc| {
+                let packed = PackedInt8::pack_rows(b, n, k);
+                // SAFETY: checked above that the CPU has the instructions.
+                unsafe { matmul(a, m, &packed, c, ldc, &mut Quantized::default()) };
+            },
+            |row, column| {
+                let largest = |v: &[f32]| v.iter().fold(0.0f32, |m, x| m.max(x.abs())) as f64;
+                // |x·w − x̃·w̃| ≤ Σ (|x|·δw + |w|·δx + δx·δw), δ = half a step.
+                let (da, db) = (largest(row) / 254.0, largest(column) / 254.0);
+                let bound: f64 = row
                     .iter()
-                    .fold(0.0f32, |m, v| m.max(v.abs()));
-                for j in 0..n {
-                    let b_max = b[j * k..(j + 1) * k]
-                        .iter()
-                        .fold(0.0f32, |m, v| m.max(v.abs()));
-                    let exact: f64 = (0..k)
-                        .map(|p| a[i * k + p] as f64 * b[j * k + p] as f64)
-                        .sum();
-                    // |x·w − x̃·w̃| ≤ Σ (|x|·δw + |w|·δx + δx·δw), δ = half a step.
-                    let (da, db) = (a_max as f64 / 254.0, b_max as f64 / 254.0);
-                    let bound: f64 = (0..k)
-                        .map(|p| {
-                            (a[i * k + p].abs() as f64) * db
-                                + (b[j * k + p].abs() as f64) * da
-                                + da * db
-                        })
-                        .sum();
-                    let got = c[i * ldc + j] as f64;
-                    assert!(
-                        (got - exact).abs() <= bound * 1.0001 + 1e-6,
-                        "{m}x{k}x{n} [{i},{j}]: {got} vs {exact} (bound {bound})"
-                    );
-                }
-                assert!(
-                    c[i * ldc + n..(i + 1) * ldc].iter().all(|v| v.is_nan()),
-                    "wrote outside C"
-                );
-            }
-        }
+                    .zip(column)
+                    .map(|(x, w)| x.abs() as f64 * db + w.abs() as f64 * da + da * db)
+                    .sum();
+                bound * 1.0001 + 1e-6
+            },
+        );
     }
 
     /// Rows whose values all lie on their grid (`min + scale × q`) and weights that are whole

@@ -529,6 +529,49 @@ pub fn erf(x: f32) -> f32 {
     y.copysign(x)
 }
 
+/// The check the reduced-precision kernels' tests share: C = A·Bᵀ against the f64 definition
+/// at sizes with partial tiles, partial panels and odd depths, C written with 3 columns of
+/// padding that must stay untouched. `multiply(a, m, b, n, k, c, ldc)` runs the kernel;
+/// `tolerance(row of A, row of B)` is the error allowed for that product.
+#[cfg(test)]
+pub(crate) fn check_against_definition(
+    multiply: impl Fn(&[f32], usize, &[f32], usize, usize, &mut [f32], usize),
+    tolerance: impl Fn(&[f32], &[f32]) -> f64,
+) {
+    for (m, k, n) in [(1, 1, 1), (5, 7, 33), (13, 64, 32), (25, 385, 70)] {
+        let a: Vec<f32> = (0..m * k)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 50.0)
+            .collect();
+        let b: Vec<f32> = (0..n * k)
+            .map(|i| ((i * 53 % 97) as f32 - 48.0) / 48.0)
+            .collect();
+        let ldc = n + 3;
+        let mut c = vec![f32::NAN; m * ldc];
+        multiply(&a, m, &b, n, k, &mut c, ldc);
+        for i in 0..m {
+            let row = &a[i * k..(i + 1) * k];
+            for j in 0..n {
+                let column = &b[j * k..(j + 1) * k];
+                let exact: f64 = row
+                    .iter()
+                    .zip(column)
+                    .map(|(x, w)| *x as f64 * *w as f64)
+                    .sum();
+                let allowed = tolerance(row, column);
+                let got = c[i * ldc + j] as f64;
+                assert!(
+                    (got - exact).abs() <= allowed,
+                    "{m}x{k}x{n} [{i},{j}]: {got} vs {exact} (allowed {allowed})"
+                );
+            }
+            assert!(
+                c[i * ldc + n..(i + 1) * ldc].iter().all(|v| v.is_nan()),
+                "wrote outside C"
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
