@@ -346,6 +346,13 @@ async fn popularity_row(pool: &PgPool, id: i32) -> (Option<i32>, Option<i32>) {
         .unwrap()
 }
 
+/// The demo's anime that have no relations (so no franchise premise moves their documents).
+fn standalone_demo_anime() -> impl Iterator<Item = Media> {
+    import::demo_catalog()
+        .into_iter()
+        .filter(|m| m.relation_edges().is_empty())
+}
+
 /// Sets the facts the popularity estimate reads: start year, average score, members.
 fn set_facts(media: &mut Media, year: Option<i32>, score: Option<i32>, popularity: Option<i32>) {
     media.season_year = year;
@@ -372,11 +379,7 @@ async fn members_read(pool: &PgPool, id: i32) -> i32 {
 /// records are undated, so no year's counts can be partial: the next test.)
 #[sqlx::test(migrations = "../migrations")]
 async fn an_anime_without_a_popularity_gets_that_of_anime_scored_like_it(pool: PgPool) {
-    let mut catalog: Vec<Media> = import::demo_catalog()
-        .into_iter()
-        .filter(|m| m.relation_edges().is_empty())
-        .take(7)
-        .collect();
+    let mut catalog: Vec<Media> = standalone_demo_anime().take(7).collect();
     assert_eq!(catalog.len(), 7, "seven standalone anime in the demo");
     // (score, popularity): a band of three around 71, two far above, and two without one.
     let rows = [
@@ -409,9 +412,7 @@ async fn an_anime_without_a_popularity_gets_that_of_anime_scored_like_it(pool: P
     assert_eq!(again.documents.popularity_estimates_changed, 0);
 
     // A little-known anime scored 71 joins: the band's median and the catalog's both fall.
-    let mut newcomer = import::demo_catalog()
-        .into_iter()
-        .filter(|m| m.relation_edges().is_empty())
+    let mut newcomer = standalone_demo_anime()
         .nth(7)
         .expect("an eighth standalone anime");
     set_facts(&mut newcomer, None, Some(71), Some(50));
@@ -431,11 +432,7 @@ async fn an_anime_without_a_popularity_gets_that_of_anime_scored_like_it(pool: P
 async fn counts_from_the_latest_years_where_most_are_missing_are_read_as_at_least_the_estimate(
     pool: PgPool,
 ) {
-    let mut catalog: Vec<Media> = import::demo_catalog()
-        .into_iter()
-        .filter(|m| m.relation_edges().is_empty())
-        .take(8)
-        .collect();
+    let mut catalog: Vec<Media> = standalone_demo_anime().take(8).collect();
     assert_eq!(catalog.len(), 8, "eight standalone anime in the demo");
     // (year, score, popularity): 2000 and 2001 complete; 2002 has two counts of three, under
     // 90%, and is the latest year.
@@ -474,9 +471,7 @@ async fn counts_from_the_latest_years_where_most_are_missing_are_read_as_at_leas
 
     // A complete 2003 joins: 2002 is no longer the latest, its counts stand, and its missing
     // record's band now holds them (10, 50, 100, 200, 300, 400).
-    let mut newcomer = import::demo_catalog()
-        .into_iter()
-        .filter(|m| m.relation_edges().is_empty())
+    let mut newcomer = standalone_demo_anime()
         .nth(8)
         .expect("a ninth standalone anime");
     set_facts(&mut newcomer, Some(2003), Some(71), Some(50));
