@@ -10,7 +10,7 @@ mod security;
 
 use std::path::Path;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use app::{
     App, BUNDLE_NAME,
@@ -25,7 +25,7 @@ use axum::{
 };
 use leptos::config::LeptosOptions;
 use leptos::prelude::provide_context;
-use leptos_axum::{LeptosRoutes, generate_route_list};
+use leptos_axum::{AxumRouteListing, LeptosRoutes, generate_route_list};
 use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 use tower_http::{
@@ -105,7 +105,7 @@ const WEBHOOK_BODY_LIMIT: usize = 512 * 1024;
 /// cookie, client network); a body limit.
 pub fn router(state: AppState) -> Router {
     crate::metrics::handle();
-    let routes = generate_route_list(App);
+    let routes = page_routes();
     let options = state.leptos_options.clone();
     let pages_backend: SharedBackend = Arc::new(backend::PagesBackend {
         search: state.search.clone(),
@@ -149,6 +149,17 @@ pub fn router(state: AppState) -> Router {
         )
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
         .with_state(state)
+}
+
+/// The pages' routes, generated once per process. Generating them renders the app with every
+/// resource's loading suppressed through a flag that is global to the process
+/// (`leptos::server::SuppressResourceLoad`), so a page rendering on another thread at that
+/// moment waits forever for its data (leptos-rs/leptos#4773). The server builds one router
+/// before it serves; the integration tests build one per test while other tests' pages render,
+/// and hung that way about once in ten runs of the account tests.
+fn page_routes() -> Vec<AxumRouteListing> {
+    static ROUTES: OnceLock<Vec<AxumRouteListing>> = OnceLock::new();
+    ROUTES.get_or_init(|| generate_route_list(App)).clone()
 }
 
 /// Cross-origin POSTs refused (Fetch Metadata and Origin headers); the public URL, when it is

@@ -159,6 +159,15 @@ pub async fn spawn_app_with(pool: PgPool, configure: impl FnOnce(&mut Config)) -
     spawn_app_on(pool, engine, configure).await
 }
 
+/// The app over `pool` and `engine` as [`spawn_app_on`] builds it (router, listener, background
+/// tasks), not served: for tests about building apps while others serve.
+pub async fn build_app_on(pool: PgPool, engine: SearchEngine) -> Application {
+    let folder = tempfile::tempdir().unwrap();
+    Application::build_with(&test_config(folder.path()), pool, engine)
+        .await
+        .unwrap()
+}
+
 /// The configuration test apps start from: the defaults, an ephemeral port, and a fresh folder
 /// for the site and the generated cookie key. Settings a developer's environment could have
 /// changed and that tests rely on are set here; a test changes the rest through `configure`.

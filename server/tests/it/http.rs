@@ -28,6 +28,60 @@ async fn healthz_reports_postgres_and_pgvector_versions(pool: PgPool) {
     );
 }
 
+/// Pages rendering while another app is being built, on another thread, still load their data.
+/// Building an app's router generates its route list, which suppresses every resource load in
+/// the process while it runs (a flag of Leptos' that is global to the process); generated once
+/// per process, it cannot catch a page halfway. Generated per router, as before, this test's
+/// pages hung on their viewer resource (the same hang the account tests hit about once in ten
+/// runs, in whichever test rendered a page while another started its app).
+#[sqlx::test(migrations = "../migrations")]
+async fn pages_load_their_data_while_another_app_is_built(pool: PgPool) {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let app = common::spawn_app(pool.clone()).await;
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let built = std::sync::Arc::new(AtomicUsize::new(0));
+    let builder = {
+        let (stop, built) = (stop.clone(), built.clone());
+        let options = (*pool.connect_options()).clone();
+        std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+                .block_on(async move {
+                    // Its own pool: connections belong to the runtime that opened them.
+                    let pool = sqlx::postgres::PgPoolOptions::new()
+                        .max_connections(2)
+                        .connect_lazy_with(options);
+                    let engine =
+                        server::search::SearchEngine::new(pool.clone(), common::local_embedder());
+                    while !stop.load(Ordering::Relaxed) {
+                        drop(common::build_app_on(pool.clone(), engine.clone()).await);
+                        built.fetch_add(1, Ordering::Relaxed);
+                    }
+                })
+        })
+    };
+    let client = reqwest::Client::new();
+    for round in 0..40 {
+        let page = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+            let response = client.get(app.url("/login")).send().await.unwrap();
+            assert_eq!(response.status(), 200);
+            response.text().await.unwrap()
+        })
+        .await
+        .unwrap_or_else(|_| panic!("GET /login #{round} hung while apps were being built"));
+        assert!(page.contains(r#"name="csrf""#), "round {round}: {page}");
+    }
+    stop.store(true, Ordering::Relaxed);
+    builder.join().unwrap();
+    assert!(
+        built.load(Ordering::Relaxed) >= 5,
+        "only {} apps were built beside the pages",
+        built.load(Ordering::Relaxed)
+    );
+}
+
 #[sqlx::test(migrations = "../migrations")]
 async fn healthz_is_503_when_the_database_is_gone(pool: PgPool) {
     let addr = common::spawn_app(pool.clone()).await.addr;
