@@ -89,12 +89,11 @@ ensure_wordnet() {
   fi
 }
 
+# The server and the fakes in one cargo invocation, whichever script asks: cargo unifies
+# dependency features per invocation, and built apart the two would compile tokio, hyper,
+# reqwest, axum and serde twice over with different features (67 crates, 1m42 on a fresh
+# 2-core machine), and again whenever a developer alternates scripts/run and scripts/test.
 build_server() {
-  step "building the server ($PROFILE)"
-  cargo build -p server $(cargo_profile_args)
-}
-
-build_fakes() {
-  step "building the fakes ($PROFILE)"
-  cargo build -p fakes $(cargo_profile_args)
+  step "building the server and the fakes ($PROFILE)"
+  cargo build -p server -p fakes $(cargo_profile_args)
 }
