@@ -159,13 +159,21 @@ pub async fn spawn_app_with(pool: PgPool, configure: impl FnOnce(&mut Config)) -
     spawn_app_on(pool, engine, configure).await
 }
 
-/// The app over `pool` and `engine` as [`spawn_app_on`] builds it (router, listener, background
-/// tasks), not served: for tests about building apps while others serve.
-pub async fn build_app_on(pool: PgPool, engine: SearchEngine) -> Application {
+/// The app over `pool` and `engine` as `server serve` builds it (router, listener, background
+/// tasks), not yet served, with the folder holding its site and cookie key (keep it as long as
+/// the app runs).
+pub async fn build_app_on(
+    pool: PgPool,
+    engine: SearchEngine,
+    configure: impl FnOnce(&mut Config),
+) -> (Application, tempfile::TempDir) {
     let folder = tempfile::tempdir().unwrap();
-    Application::build_with(&test_config(folder.path()), pool, engine)
+    let mut config = test_config(folder.path());
+    configure(&mut config);
+    let app = Application::build_with(&config, pool, engine)
         .await
-        .unwrap()
+        .unwrap();
+    (app, folder)
 }
 
 /// The configuration test apps start from: the defaults, an ephemeral port, and a fresh folder
@@ -211,12 +219,7 @@ pub async fn spawn_app_on(
     configure: impl FnOnce(&mut Config),
 ) -> TestApp {
     capture_server_logs();
-    let folder = tempfile::tempdir().unwrap();
-    let mut config = test_config(folder.path());
-    configure(&mut config);
-    let app = Application::build_with(&config, pool, engine)
-        .await
-        .unwrap();
+    let (app, folder) = build_app_on(pool, engine, configure).await;
     let addr = app.address();
     tokio::spawn(async move {
         let _folder = folder; // kept as long as the server runs

@@ -56,7 +56,7 @@ async fn pages_load_their_data_while_another_app_is_built(pool: PgPool) {
                     let engine =
                         server::search::SearchEngine::new(pool.clone(), common::local_embedder());
                     while !stop.load(Ordering::Relaxed) {
-                        drop(common::build_app_on(pool.clone(), engine.clone()).await);
+                        drop(common::build_app_on(pool.clone(), engine.clone(), |_| {}).await);
                         built.fetch_add(1, Ordering::Relaxed);
                     }
                 })
