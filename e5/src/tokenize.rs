@@ -16,6 +16,9 @@ pub enum Kind {
 pub struct E5Tokenizer {
     inner: Tokenizer,
     max_tokens: usize,
+    /// Whether texts get their `query: ` / `passage: ` prefix (e5 was trained with them; a
+    /// sentence-transformers model such as MiniLM without).
+    prefixed: bool,
 }
 
 impl E5Tokenizer {
@@ -30,7 +33,20 @@ impl E5Tokenizer {
             }))
             .map_err(|e| anyhow!("tokenizer truncation: {e}"))?;
         inner.with_padding(None);
-        Ok(Self { inner, max_tokens })
+        Ok(Self {
+            inner,
+            max_tokens,
+            prefixed: true,
+        })
+    }
+
+    /// The same, for a model trained without prefixes (the `kind` of [`ids`](Self::ids) is then
+    /// ignored).
+    pub fn load_unprefixed(path: &Path, max_tokens: usize) -> Result<Self> {
+        Ok(Self {
+            prefixed: false,
+            ..Self::load(path, max_tokens)?
+        })
     }
 
     pub fn max_tokens(&self) -> usize {
@@ -39,9 +55,10 @@ impl E5Tokenizer {
 
     /// The ids of `text` with its prefix, at most `max_tokens` of them (the closing `</s>` kept).
     pub fn ids(&self, text: &str, kind: Kind, max_tokens: usize) -> Result<Vec<u32>> {
-        let prefixed = match kind {
-            Kind::Query => format!("query: {text}"),
-            Kind::Passage => format!("passage: {text}"),
+        let prefixed = match (self.prefixed, kind) {
+            (false, _) => text.to_string(),
+            (true, Kind::Query) => format!("query: {text}"),
+            (true, Kind::Passage) => format!("passage: {text}"),
         };
         let encoding = self
             .inner

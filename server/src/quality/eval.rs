@@ -216,6 +216,9 @@ pub struct CaseResult {
     /// and which of the expected entries the page left out.
     #[serde(default)]
     pub top: Vec<i32>,
+    /// The English reading a Spanish query was also searched by (absent for other queries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub english: Option<String>,
     /// The local reranker's evidence per rerank candidate, in fused order (`[id, features…]`,
     /// see [`LocalReranker::features`]): what a weighting would have to beat to reorder them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -429,6 +432,7 @@ pub async fn run(
                     rank_of_first(&ranking, &expected),
                 )]),
                 top: ranking.iter().take(REPORTED_TOP).copied().collect(),
+                english: None,
                 rerank_features: Vec::new(),
             });
             continue;
@@ -450,6 +454,7 @@ pub async fn run(
             id: case.id.clone(),
             first_rank: tally(&mut sums, case, &rankings, &expected),
             top: rankings.served.iter().take(REPORTED_TOP).copied().collect(),
+            english: rankings.english.clone(),
             rerank_features,
         });
     }
@@ -510,6 +515,8 @@ struct CaseRankings {
     /// With `--llm-rerank` only.
     llm: Option<Vec<i32>>,
     ceiling: Vec<i32>,
+    /// The query's English reading, when it was read as Spanish.
+    english: Option<String>,
 }
 
 impl CaseRankings {
@@ -617,6 +624,7 @@ async fn rank_text_case(
         reranked,
         served,
         llm,
+        english: retrieval.translation.clone(),
     };
     Ok((rankings, candidates))
 }

@@ -17,6 +17,7 @@ pub mod embedder;
 pub mod filters;
 pub mod fusion;
 pub mod lexical;
+pub mod minilm;
 pub mod rerank;
 pub mod thesaurus;
 pub mod translate;
