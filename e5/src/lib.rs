@@ -12,6 +12,8 @@
 //!
 //! Output: the mean of the last layer over the tokens, L2-normalised (384 numbers), for inputs
 //! prefixed `query: ` or `passage: ` as the model was trained.
+//!
+//! [`minilm`] loads all-MiniLM-L6-v2 (English, same width, six layers) into the same encoder.
 
 #[macro_use]
 pub mod kernels;
