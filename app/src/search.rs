@@ -68,6 +68,9 @@ pub enum Branch {
     /// Nearest neighbour of the query's embedding only.
     Vector,
     Both,
+    /// Returned by neither branch: a part (a film, an OVA, a later season named after it) of a
+    /// work ranked above it, named in [`SearchHit::part_of`].
+    SameWork,
 }
 
 /// One anime as a result card or a "similar to" entry.
@@ -101,6 +104,9 @@ pub struct SearchHit {
     /// The passage of its synopsis nearest the query (vector branch), in the catalog's words.
     #[serde(default)]
     pub matched_passage: Option<String>,
+    /// The title of the result above it that this one is a part of, when that is why it is here.
+    #[serde(default)]
+    pub part_of: Option<String>,
 }
 
 /// How the final order was made.

@@ -332,8 +332,10 @@ fn Hit(hit: SearchHit) -> impl IntoView {
         Branch::Lexical => ("lexical", t.branch_words),
         Branch::Vector => ("vector", t.branch_meaning),
         Branch::Both => ("both", t.branch_both),
+        Branch::SameWork => ("same-work", t.branch_same_work),
     };
     let why = match (hit.matched_title, hit.matched_words.is_empty()) {
+        _ if hit.part_of.is_some() => hit.part_of.map(|work| format!("{} {work}", t.part_of)),
         (Some(title), _) => Some(format!("{} {title}", t.matched_title)),
         (None, false) => Some(format!(
             "{} {}",

@@ -11,7 +11,8 @@
 //!   the local reranker, always;
 //! - `served`: what search serves without a key: `rrf+local` (the local reranker never skips;
 //!   the LLM reranker skips when the fused top result leads by [`CONFIDENT_MARGIN`], and the
-//!   report counts the cases that skip would keep and whether their fused #1 was right);
+//!   report counts the cases that skip would keep and whether their fused #1 was right), with
+//!   the parts of the leading works placed after the first ten ([`crate::search::parts`]);
 //! - `rrf+llm`: with `--llm-rerank`, the LLM reranker at the configured endpoint
 //!   (`scripts/eval-llm-fake` points it at `fakes openai`: that measures the plumbing, not a
 //!   model);
@@ -32,6 +33,7 @@ use serde::{Deserialize, Serialize};
 use crate::search::{
     BRANCH_LIMIT, CONFIDENT_MARGIN, SearchEngine, fused_margin,
     lexical::LexicalHit,
+    parts,
     rerank::{self, Candidate, LocalReranker, Reranker, Weights},
     vector,
 };
@@ -599,6 +601,9 @@ async fn rank_text_case(
     } else {
         reranked.clone()
     };
+    // The page also places the parts of its leading works (`search::parts`); the other methods
+    // are the rankings before that step.
+    let (served, _) = parts::placed(engine.reads(), &served, &Filters::default()).await?;
     let llm = match llm {
         Some(llm) => {
             let began = std::time::Instant::now();
@@ -611,7 +616,9 @@ async fn rank_text_case(
                 }
             };
             confident.llm_seconds += began.elapsed().as_secs_f64();
-            Some(complete(order))
+            let (served, _) =
+                parts::placed(engine.reads(), &complete(order), &Filters::default()).await?;
+            Some(served)
         }
         None => None,
     };

@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 use unicode_normalization::UnicodeNormalization;
 
-use super::{BRANCH_LIMIT, CONFIDENT_MARGIN, PAGE_SIZE, fusion, lexical, rerank};
+use super::{BRANCH_LIMIT, CONFIDENT_MARGIN, PAGE_SIZE, fusion, lexical, parts, rerank};
 
 /// Bump when search code changes what a query returns in a way the constants below miss.
 const PIPELINE_REVISION: u32 = 4;
@@ -60,7 +60,7 @@ pub fn pipeline_fingerprint(
     // The vector branch's SQL and weights too: a change there changes pages.
     let vector = super::vector::fingerprint(embedding_model);
     format!(
-        "r{PIPELINE_REVISION}|{embedding_model}|{reranker}|{translator}|w{synonyms}|k{}|b{BRANCH_LIMIT}|p{PAGE_SIZE}|c{CONFIDENT_MARGIN}|n{}+{}|{:?}|{}|s{}|{}",
+        "r{PIPELINE_REVISION}|{embedding_model}|{reranker}|{translator}|w{synonyms}|k{}|b{BRANCH_LIMIT}|p{PAGE_SIZE}|c{CONFIDENT_MARGIN}|n{}+{}|{:?}|{}|s{}|{}|parts{}x{}/{}@{}",
         fusion::K,
         rerank::CANDIDATES,
         rerank::BRANCH_HEADS,
@@ -68,6 +68,10 @@ pub fn pipeline_fingerprint(
         lexical::fingerprint(),
         super::SNIPPET_CHARS,
         crate::catalog::document::hex(&Sha256::digest(vector.as_bytes())),
+        parts::LEADING_WORKS,
+        parts::PARTS_PER_WORK,
+        parts::MAX_PARTS,
+        parts::PARTS_AFTER,
     )
 }
 

@@ -18,6 +18,7 @@ pub mod filters;
 pub mod fusion;
 pub mod lexical;
 pub mod minilm;
+pub mod parts;
 pub mod rerank;
 pub mod thesaurus;
 pub mod translate;
@@ -31,7 +32,7 @@ use std::{
 };
 
 pub use app::search::MAX_QUERY_CHARS;
-use app::search::{AnimeCard, AnimeDetails, Filters, Ranking, SearchHit, SearchResults};
+use app::search::{AnimeCard, AnimeDetails, Branch, Filters, Ranking, SearchHit, SearchResults};
 use sqlx::PgPool;
 use tracing::Instrument;
 
@@ -493,7 +494,7 @@ impl SearchEngine {
             .rerank_stage(&normalised, &retrieval, &candidates)
             .await;
         let rerank_time = began.elapsed();
-        let hits = self.page_hits(&retrieval, &order).await?;
+        let hits = self.page_hits(&retrieval, &order, filters).await?;
         let mut times = retrieval.times;
         times.rerank = rerank_time;
         times.total = started.elapsed();
@@ -598,16 +599,20 @@ impl SearchEngine {
     }
 
     /// The page's hits: `order` (the reranked candidates, or empty for the fused order), then
-    /// the other fused results in fused order, each with its card, the evidence that found it
-    /// and, for those found by meaning, the passage nearest the query.
+    /// the other fused results in fused order, with the parts of the leading works after the
+    /// first ten ([`parts`]); each with its card, the evidence that found it and, for those
+    /// found by meaning, the passage nearest the query.
     async fn page_hits(
         &self,
         retrieval: &Retrieval,
         order: &[i32],
+        filters: &Filters,
     ) -> Result<Vec<SearchHit>, SearchError> {
-        let mut top: Vec<&Fused> = rerank::served_order(order, &retrieval.fused);
-        top.truncate(PAGE_SIZE);
-        let ids: Vec<i32> = top.iter().map(|f| f.anime_id).collect();
+        let served = rerank::served_order(order, &retrieval.fused);
+        let ranked: Vec<i32> = served.iter().map(|f| f.anime_id).collect();
+        let served: HashMap<i32, &Fused> = served.into_iter().map(|f| (f.anime_id, f)).collect();
+        let (mut ids, parts) = parts::placed(&self.reads, &ranked, filters).await?;
+        ids.truncate(PAGE_SIZE);
         let cards = self.cards(&ids).await?;
         // The passage nearest the query, for each hit found by meaning.
         let nearest: Vec<(i32, i32)> = retrieval
@@ -622,19 +627,26 @@ impl SearchEngine {
         };
         let lexical: HashMap<i32, &lexical::LexicalHit> =
             retrieval.lexical.iter().map(|h| (h.anime_id, h)).collect();
-        Ok(top
-            .into_iter()
-            .filter_map(|f| {
-                let matched = lexical.get(&f.anime_id);
+        Ok(ids
+            .iter()
+            .filter_map(|id| {
+                let matched = lexical.get(id);
+                let fused = served.get(id);
+                let part_of = parts
+                    .iter()
+                    .find(|p| p.anime_id == *id)
+                    .and_then(|p| cards.get(&p.of))
+                    .map(|work| work.title.clone());
                 Some(SearchHit {
-                    anime: cards.get(&f.anime_id)?.clone(),
-                    branch: f.branch,
-                    score: f.score,
-                    lexical_rank: f.lexical_rank,
-                    vector_rank: f.vector_rank,
+                    anime: cards.get(id)?.clone(),
+                    branch: fused.map_or(Branch::SameWork, |f| f.branch),
+                    score: fused.map_or(0.0, |f| f.score),
+                    lexical_rank: fused.and_then(|f| f.lexical_rank),
+                    vector_rank: fused.and_then(|f| f.vector_rank),
                     matched_title: matched.and_then(|h| h.matched_title.clone()),
                     matched_words: matched.map(|h| h.matched_words.clone()).unwrap_or_default(),
-                    matched_passage: passages.remove(&f.anime_id),
+                    matched_passage: passages.remove(id),
+                    part_of,
                 })
             })
             .collect())

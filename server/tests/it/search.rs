@@ -13,6 +13,7 @@ use server::{
         embedder::{EmbedError, Embedder, OpenAiEmbedder},
         fused_margin, fusion,
         lexical::{self, LexicalHit},
+        parts,
         rerank::{self, LlmReranker},
         vector,
         vectors::embed_missing,
@@ -1067,4 +1068,93 @@ async fn candidates_know_whether_they_have_the_era_format_and_genres_the_query_n
     assert_eq!(comedy[&MOB_PSYCHO_III], (false, false, 0.5));
     let comedy = read("mob psycho, la comedia").await;
     assert_eq!(comedy[&MOB_PSYCHO_III], (false, false, 1.0));
+}
+
+/// The parts of the page's leading works ([`parts`]): placed after the first ten, at most two
+/// per work and four in all, the best known first, within the filters, read from the demo
+/// catalog's real titles (Made in Abyss's sequel and film, Cowboy Bebop's film, Trigun's).
+#[sqlx::test(migrations = "../migrations")]
+async fn the_leading_works_parts_follow_the_first_ten(pool: PgPool) {
+    const ABYSS: i32 = 97986;
+    const ABYSS_2: i32 = 114745;
+    const ABYSS_MOVIE_3: i32 = 100643;
+    const BEBOP: i32 = 1;
+    const BEBOP_MOVIE: i32 = 5;
+    const TRIGUN: i32 = 6;
+    const TRIGUN_MOVIE: i32 = 4106;
+    demo_engine(&pool).await;
+    let order = [ABYSS, BEBOP, TRIGUN, SPIRITED_AWAY];
+    let (placed, found) = parts::placed(&pool, &order, &Filters::default())
+        .await
+        .unwrap();
+    let of = |part: i32| found.iter().find(|p| p.anime_id == part).map(|p| p.of);
+    assert_eq!(found.len(), parts::MAX_PARTS, "{found:?}");
+    assert_eq!(of(ABYSS_2), Some(ABYSS));
+    assert_eq!(of(ABYSS_MOVIE_3), Some(ABYSS));
+    assert_eq!(of(BEBOP_MOVIE), Some(BEBOP));
+    assert_eq!(of(TRIGUN_MOVIE), Some(TRIGUN));
+    // A short order: the parts follow it; nothing of it moves.
+    assert_eq!(&placed[..4], &order);
+    assert_eq!(placed.len(), 8);
+
+    // Filters bind the parts as they bind both branches: only films.
+    let films = Filters {
+        formats: vec!["MOVIE".into()],
+        ..Filters::default()
+    };
+    let (_, found) = parts::placed(&pool, &order, &films).await.unwrap();
+    let ids: Vec<i32> = found.iter().map(|p| p.anime_id).collect();
+    assert_eq!(ids.len(), 3, "{found:?}");
+    assert!(
+        !ids.contains(&ABYSS_2),
+        "a TV sequel under a films-only filter"
+    );
+
+    // A part already among the first ten keeps its place and is not repeated.
+    let order = [ABYSS, ABYSS_2, BEBOP, TRIGUN];
+    let (placed, found) = parts::placed(&pool, &order, &Filters::default())
+        .await
+        .unwrap();
+    assert!(found.iter().all(|p| p.anime_id != ABYSS_2));
+    assert_eq!(placed.iter().filter(|&&id| id == ABYSS_2).count(), 1);
+}
+
+/// On the page, a part brought in says whose part it is and comes after the first ten: on the
+/// demo catalog, Kino's description has *Odd Taxi* third, and its film follows the ten.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_part_on_the_page_names_its_work(pool: PgPool) {
+    const ODD_TAXI_MOVIE: i32 = 143080;
+    let engine = demo_engine(&pool).await;
+    let query = "una viajera que va en una moto que habla y nunca se queda mas de tres dias en cada pais, cada capitulo un pais distinto con costumbres raras";
+    let results = engine.search(query, &Filters::default()).await.unwrap();
+    let leaders: Vec<&str> = results
+        .hits
+        .iter()
+        .take(3)
+        .map(|h| h.anime.title.as_str())
+        .collect();
+    let with_part: Vec<(usize, &app::search::SearchHit)> = results
+        .hits
+        .iter()
+        .enumerate()
+        .filter(|(_, hit)| hit.part_of.is_some())
+        .collect();
+    assert!(
+        with_part
+            .iter()
+            .any(|(_, hit)| hit.anime.id == ODD_TAXI_MOVIE),
+        "leaders {leaders:?}, parts {:?}",
+        with_part
+            .iter()
+            .map(|(i, h)| (i, h.anime.id))
+            .collect::<Vec<_>>()
+    );
+    for (index, hit) in with_part {
+        assert!(index >= parts::PARTS_AFTER, "{} at {index}", hit.anime.id);
+        let work = hit.part_of.as_deref().unwrap();
+        assert!(leaders.contains(&work), "{work:?} not among {leaders:?}");
+        if hit.lexical_rank.is_none() && hit.vector_rank.is_none() {
+            assert_eq!(hit.branch, Branch::SameWork);
+        }
+    }
 }
