@@ -133,6 +133,29 @@ async fn a_search_page_is_complete_without_javascript(pool: PgPool) {
     assert!(html.contains(r#"<option value="TV" selected"#), "{html}");
 }
 
+/// A result placed as part of a leading work says whose part it is, in the page's language
+/// (`search::parts`; on the demo catalog Kino's description has *Odd Taxi* third and its film
+/// after the first ten).
+#[sqlx::test(migrations = "../migrations")]
+async fn a_part_of_a_leading_work_says_so_on_the_page(pool: PgPool) {
+    let addr = common::spawn_app(pool).await.addr;
+    let query = "una viajera que va en una moto que habla y nunca se queda mas de tres dias en cada pais, cada capitulo un pais distinto con costumbres raras";
+    let client = reqwest::Client::new();
+    for (language, words) in [("en", "Part of Odd Taxi"), ("es", "Parte de Odd Taxi")] {
+        let html = client
+            .get(format!("http://{addr}/"))
+            .query(&[("q", query)])
+            .header("accept-language", language)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(html.contains(words), "{language}: {html}");
+    }
+}
+
 #[sqlx::test(migrations = "../migrations")]
 async fn a_too_long_query_is_refused_with_a_clear_message(pool: PgPool) {
     let addr = common::spawn_app(pool).await.addr;
