@@ -334,15 +334,16 @@ fn Hit(hit: SearchHit) -> impl IntoView {
         Branch::Both => ("both", t.branch_both),
         Branch::SameWork => ("same-work", t.branch_same_work),
     };
-    let why = match (hit.matched_title, hit.matched_words.is_empty()) {
-        _ if hit.part_of.is_some() => hit.part_of.map(|work| format!("{} {work}", t.part_of)),
-        (Some(title), _) => Some(format!("{} {title}", t.matched_title)),
-        (None, false) => Some(format!(
+    // A part of a leading work is on the page for that reason, whatever else it matched.
+    let why = match (hit.part_of, hit.matched_title, hit.matched_words.is_empty()) {
+        (Some(work), _, _) => Some(format!("{} {work}", t.part_of)),
+        (None, Some(title), _) => Some(format!("{} {title}", t.matched_title)),
+        (None, None, false) => Some(format!(
             "{} {}",
             t.matched_words,
             hit.matched_words.join(", ")
         )),
-        (None, true) => None,
+        (None, None, true) => None,
     };
     let passage = hit
         .matched_passage
