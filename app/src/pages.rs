@@ -16,9 +16,10 @@ use leptos::prelude::*;
 
 use crate::{i18n::use_lang, search::AnimeCard};
 
-/// One anime: linked title, English title, year, format, genres, the start of its synopsis.
+/// One anime: linked title, English title, year, format, genres, the start of its synopsis, with
+/// `mark` (a part of that start, e.g. the passage a search matched) marked when it is there.
 #[component]
-fn Card(card: AnimeCard) -> impl IntoView {
+fn Card(card: AnimeCard, #[prop(optional)] mark: Option<String>) -> impl IntoView {
     let lang = use_lang();
     let facts: Vec<String> = [card.year.map(|y| y.to_string()), card.format.clone()]
         .into_iter()
@@ -33,7 +34,23 @@ fn Card(card: AnimeCard) -> impl IntoView {
                 {facts.join(" · ")}
                 {(!genres.is_empty()).then(|| format!(" — {}", genres.join(", ")))}
             </p>
-            <p class="snippet">{card.snippet.clone()}</p>
+            <p class="snippet">{marked(&card.snippet, mark.as_deref())}</p>
         </article>
+    }
+}
+
+/// `text` with the first occurrence of `mark` in a `<mark>` (all of it plain when `mark` is
+/// absent, empty or not in it).
+fn marked(text: &str, mark: Option<&str>) -> impl IntoView + use<> {
+    let split = mark
+        .filter(|m| !m.is_empty())
+        .and_then(|m| text.find(m).map(|at| (at, at + m.len())));
+    match split {
+        Some((start, end)) => {
+            let (before, middle, after) = (&text[..start], &text[start..end], &text[end..]);
+            view! { {before.to_string()}<mark>{middle.to_string()}</mark>{after.to_string()} }
+                .into_any()
+        }
+        None => text.to_string().into_any(),
     }
 }

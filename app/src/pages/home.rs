@@ -301,6 +301,43 @@ fn GetMore() -> impl IntoView {
     }
 }
 
+/// Where a result's closest passage stands against its card, which shows the synopsis's first
+/// lines: the opening is the closest passage of many results, and printed again under the card
+/// it said the same thing twice.
+#[derive(Debug, PartialEq)]
+enum PassageOnCard {
+    /// The card shows all of it: marked there.
+    Marked(String),
+    /// It starts with what the card shows (marked there) and goes on past the card's cut.
+    Continued { mark: String, rest: String },
+    /// It is from further on: shown under the card.
+    Apart(String),
+}
+
+impl PassageOnCard {
+    fn read(snippet: &str, passage: &str) -> Self {
+        let passage = passage.split_whitespace().collect::<Vec<_>>().join(" ");
+        let shown = snippet.trim_end_matches('\u{2026}').trim_end();
+        if shown.is_empty() {
+            return Self::Apart(passage);
+        }
+        if shown.contains(passage.as_str()) {
+            return Self::Marked(passage);
+        }
+        match passage.strip_prefix(shown) {
+            // The card ends on a word, its trailing punctuation trimmed.
+            Some(rest) => Self::Continued {
+                mark: shown.to_string(),
+                rest: rest
+                    .trim_start_matches([',', ';', ':', '.'])
+                    .trim_start()
+                    .to_string(),
+            },
+            None => Self::Apart(passage),
+        }
+    }
+}
+
 #[component]
 fn Results(results: SearchResults) -> impl IntoView {
     let lang = use_lang();
@@ -345,15 +382,80 @@ fn Hit(hit: SearchHit) -> impl IntoView {
         )),
         (None, None, true) => None,
     };
-    let passage = hit
+    let on_card = hit
         .matched_passage
-        .map(|passage| format!("{} \u{201c}{passage}\u{201d}", t.matched_passage));
+        .as_deref()
+        .map(|passage| PassageOnCard::read(&hit.anime.snippet, passage));
+    let (mark, passage) = match on_card {
+        Some(PassageOnCard::Marked(mark)) => {
+            (Some(mark), Some(t.matched_passage_marked.to_string()))
+        }
+        Some(PassageOnCard::Continued { mark, rest }) => (
+            Some(mark),
+            Some(format!(
+                "{} \u{201c}\u{2026}{rest}\u{201d}",
+                t.matched_passage
+            )),
+        ),
+        Some(PassageOnCard::Apart(passage)) => (
+            None,
+            Some(format!("{} \u{201c}{passage}\u{201d}", t.matched_passage)),
+        ),
+        None => (None, None),
+    };
     view! {
         <li class="hit" data-branch=branch>
-            <Card card=hit.anime />
+            <Card card=hit.anime mark=mark.unwrap_or_default() />
             <span class=format!("badge badge-{branch}") title=t.branch_hint>{label}</span>
             {why.map(|why| view! { <p class="why">{why}</p> })}
             {passage.map(|passage| view! { <p class="why why-passage">{passage}</p> })}
         </li>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PassageOnCard;
+
+    const CARD: &str = "Ginko travels the mountain villages of an old, misty Japan, tending to \
+        people afflicted by mushi: faint, primal organisms. Each quiet episode is a \
+        self-contained\u{2026}";
+
+    #[test]
+    fn the_opening_passage_is_marked_on_the_card_and_only_its_rest_shown() {
+        let passage = "Ginko travels the mountain villages of an old, misty Japan, tending to \
+            people afflicted by mushi: faint, primal organisms.   Each quiet episode is a \
+            self-contained folk tale.";
+        assert_eq!(
+            PassageOnCard::read(CARD, passage),
+            PassageOnCard::Continued {
+                mark: CARD.trim_end_matches('\u{2026}').to_string(),
+                rest: "folk tale.".to_string()
+            }
+        );
+    }
+
+    #[test]
+    fn a_passage_inside_the_card_is_marked_there() {
+        assert_eq!(
+            PassageOnCard::read(CARD, "tending to people afflicted by mushi"),
+            PassageOnCard::Marked("tending to people afflicted by mushi".to_string())
+        );
+        assert_eq!(
+            PassageOnCard::read("A quiet story.", "A quiet story."),
+            PassageOnCard::Marked("A quiet story.".to_string())
+        );
+    }
+
+    #[test]
+    fn a_passage_from_further_on_is_shown_apart() {
+        assert_eq!(
+            PassageOnCard::read(CARD, "He smokes."),
+            PassageOnCard::Apart("He smokes.".to_string())
+        );
+        assert_eq!(
+            PassageOnCard::read("", "He smokes."),
+            PassageOnCard::Apart("He smokes.".to_string())
+        );
     }
 }
