@@ -140,20 +140,24 @@ async fn a_search_page_is_complete_without_javascript(pool: PgPool) {
 async fn a_part_of_a_leading_work_says_so_on_the_page(pool: PgPool) {
     let addr = common::spawn_app(pool).await.addr;
     let query = "una viajera que va en una moto que habla y nunca se queda mas de tres dias en cada pais, cada capitulo un pais distinto con costumbres raras";
-    let client = reqwest::Client::new();
     for (language, words) in [("en", "Part of Odd Taxi"), ("es", "Parte de Odd Taxi")] {
-        let html = client
-            .get(format!("http://{addr}/"))
-            .query(&[("q", query)])
-            .header("accept-language", language)
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let html = search_page(addr, query, language).await;
         assert!(html.contains(words), "{language}: {html}");
     }
+}
+
+/// The search page for `query`, rendered on the server in `language`.
+async fn search_page(addr: std::net::SocketAddr, query: &str, language: &str) -> String {
+    reqwest::Client::new()
+        .get(format!("http://{addr}/"))
+        .query(&[("q", query)])
+        .header("accept-language", language)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
 }
 
 /// A result whose closest passage is the opening its card already shows has that opening marked
@@ -163,8 +167,7 @@ async fn a_part_of_a_leading_work_says_so_on_the_page(pool: PgPool) {
 async fn the_closest_passage_is_marked_on_the_card_not_printed_twice(pool: PgPool) {
     let addr = common::spawn_app(pool).await.addr;
     let query = "algo tranquilo, de alguien que viaja solo y ayuda a la gente";
-    let client = reqwest::Client::new();
-    let api: serde_json::Value = client
+    let api: serde_json::Value = reqwest::Client::new()
         .get(format!("http://{addr}/api/search"))
         .query(&[("q", query)])
         .send()
@@ -184,16 +187,7 @@ async fn the_closest_passage_is_marked_on_the_card_not_printed_twice(pool: PgPoo
     let passage = mushishi["matched_passage"].as_str().unwrap();
     assert!(passage.starts_with(shown), "{passage:?} / {snippet:?}");
     for (language, label) in [("en", "Closest passage:"), ("es", "Pasaje más cercano:")] {
-        let html = client
-            .get(format!("http://{addr}/"))
-            .query(&[("q", query)])
-            .header("accept-language", language)
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let html = search_page(addr, query, language).await;
         // Mushishi's result as the page shows it (the results travel once more as data, for
         // hydration, and its franchise's sequels may quote the same premise).
         let list = html.split_once("<a href=\"/anime/457\">").unwrap().1;
