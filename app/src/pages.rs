@@ -19,7 +19,7 @@ use crate::{i18n::use_lang, search::AnimeCard};
 /// One anime: linked title, English title, year, format, genres, the start of its synopsis, with
 /// `mark` (a part of that start, e.g. the passage a search matched) marked when it is there.
 #[component]
-fn Card(card: AnimeCard, #[prop(optional)] mark: Option<String>) -> impl IntoView {
+fn Card(card: AnimeCard, #[prop(default = None)] mark: Option<String>) -> impl IntoView {
     let lang = use_lang();
     let facts: Vec<String> = [card.year.map(|y| y.to_string()), card.format.clone()]
         .into_iter()

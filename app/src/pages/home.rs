@@ -302,8 +302,8 @@ fn GetMore() -> impl IntoView {
 }
 
 /// Where a result's closest passage stands against its card, which shows the synopsis's first
-/// lines: the opening is the closest passage of many results, and printed again under the card
-/// it said the same thing twice.
+/// lines. The opening is the closest passage of many results; printed under the card as well,
+/// the page said the same lines twice.
 #[derive(Debug, PartialEq)]
 enum PassageOnCard {
     /// The card shows all of it: marked there.
@@ -405,7 +405,7 @@ fn Hit(hit: SearchHit) -> impl IntoView {
     };
     view! {
         <li class="hit" data-branch=branch>
-            <Card card=hit.anime mark=mark.unwrap_or_default() />
+            <Card card=hit.anime mark />
             <span class=format!("badge badge-{branch}") title=t.branch_hint>{label}</span>
             {why.map(|why| view! { <p class="why">{why}</p> })}
             {passage.map(|passage| view! { <p class="why why-passage">{passage}</p> })}
