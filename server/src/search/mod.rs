@@ -748,16 +748,8 @@ impl SearchEngine {
             .into_iter()
             .map(
                 |(id, romaji, english, native, year, format, genres, description)| {
-                    let title = [&romaji, &english, &native]
-                        .into_iter()
-                        .flatten()
-                        .map(|t| t.trim())
-                        .find(|t| !t.is_empty())
-                        .unwrap_or("(untitled)")
-                        .to_string();
-                    let english_title = english
-                        .map(|e| e.trim().to_string())
-                        .filter(|e| !e.is_empty() && !e.eq_ignore_ascii_case(&title));
+                    let (title, english_title) =
+                        card_titles(romaji.as_deref(), english.as_deref(), native.as_deref());
                     let card = AnimeCard {
                         id,
                         title,
@@ -772,6 +764,42 @@ impl SearchEngine {
             )
             .collect())
     }
+}
+
+/// A card's title and the English title shown under it (when it says something else). The
+/// romaji title leads, as AniList's own pages do, unless it is written in a script the
+/// interface's readers may not read: AniList holds 501 of the shared catalog's "romaji" titles
+/// in Japanese script ("解雇された暗黒兵士(30代)のスローなセカンドライフ"), and 445 of those have an
+/// English title, which then leads instead.
+fn card_titles(
+    romaji: Option<&str>,
+    english: Option<&str>,
+    native: Option<&str>,
+) -> (String, Option<String>) {
+    fn present(title: Option<&str>) -> Option<&str> {
+        title.map(str::trim).filter(|t| !t.is_empty())
+    }
+    let (romaji, english) = (present(romaji), present(english));
+    let title = romaji
+        .filter(|t| in_latin_script(t))
+        .or(english)
+        .or(romaji)
+        .or(present(native))
+        .unwrap_or("(untitled)")
+        .to_string();
+    let english_title = english
+        .filter(|e| !e.eq_ignore_ascii_case(&title))
+        .map(str::to_string);
+    (title, english_title)
+}
+
+/// Whether every letter of `text` is from the Latin script (with its accented forms), or from
+/// a script a reader of Spanish or English is as likely to read (Greek, Cyrillic); kana, CJK
+/// ideographs, Hangul and their full-width forms are not.
+fn in_latin_script(text: &str) -> bool {
+    text.chars()
+        .filter(|c| c.is_alphabetic())
+        .all(|c| (c as u32) < 0x2E80)
 }
 
 /// The start of a synopsis, cut at a word boundary.
@@ -812,6 +840,42 @@ mod tests {
             clean_query(&expanding),
             Err(SearchError::QueryTooLong(n)) if n > 10 * MAX_QUERY_CHARS
         ));
+    }
+
+    #[test]
+    fn a_card_leads_with_a_title_its_reader_can_read() {
+        // Romaji leads; the English title goes under it when it differs.
+        assert_eq!(
+            card_titles(Some("Mushishi"), Some("Mushi-Shi"), Some("蟲師")),
+            ("Mushishi".to_string(), Some("Mushi-Shi".to_string()))
+        );
+        assert_eq!(
+            card_titles(Some("Kino no Tabi"), Some("kino no tabi"), None),
+            ("Kino no Tabi".to_string(), None)
+        );
+        // A "romaji" title in Japanese script gives way to the English one.
+        assert_eq!(
+            card_titles(
+                Some("パンダコパンダ"),
+                Some("Panda! Go Panda!"),
+                Some("パンダコパンダ")
+            ),
+            ("Panda! Go Panda!".to_string(), None)
+        );
+        // Without an English title it still leads, and accents, digits and signs are Latin.
+        assert_eq!(
+            card_titles(Some("ギルドの受付嬢"), Some("  "), None),
+            ("ギルドの受付嬢".to_string(), None)
+        );
+        assert_eq!(
+            card_titles(Some("Pokémon: 100% Ōkami"), Some("Pokemon"), None).0,
+            "Pokémon: 100% Ōkami"
+        );
+        assert_eq!(
+            card_titles(None, None, Some("蟲師")),
+            ("蟲師".to_string(), None)
+        );
+        assert_eq!(card_titles(None, None, None).0, "(untitled)");
     }
 
     #[test]
