@@ -781,7 +781,7 @@ fn card_titles(
     }
     let (romaji, english) = (present(romaji), present(english));
     let title = romaji
-        .filter(|t| in_latin_script(t))
+        .filter(|t| !has_east_asian_letters(t))
         .or(english)
         .or(romaji)
         .or(present(native))
@@ -793,13 +793,12 @@ fn card_titles(
     (title, english_title)
 }
 
-/// Whether every letter of `text` is from the Latin script (with its accented forms), or from
-/// a script a reader of Spanish or English is as likely to read (Greek, Cyrillic); kana, CJK
-/// ideographs, Hangul and their full-width forms are not.
-fn in_latin_script(text: &str) -> bool {
+/// Whether `text` has a letter from the scripts of East Asia (kana, CJK ideographs, Hangul and
+/// their full-width forms: code points from U+2E80 on), the ones AniList writes its Japanese-script
+/// "romaji" titles in.
+fn has_east_asian_letters(text: &str) -> bool {
     text.chars()
-        .filter(|c| c.is_alphabetic())
-        .all(|c| (c as u32) < 0x2E80)
+        .any(|c| c.is_alphabetic() && (c as u32) >= 0x2E80)
 }
 
 /// The start of a synopsis, cut at a word boundary.
@@ -862,7 +861,7 @@ mod tests {
             ),
             ("Panda! Go Panda!".to_string(), None)
         );
-        // Without an English title it still leads, and accents, digits and signs are Latin.
+        // Without an English title it still leads; accents, digits and signs do not count.
         assert_eq!(
             card_titles(Some("ギルドの受付嬢"), Some("  "), None),
             ("ギルドの受付嬢".to_string(), None)
