@@ -85,8 +85,10 @@ impl Application {
             tracing::warn!(site_root = %config.site_root.display(), "no built site found: pages will render but not hydrate (run scripts/build-site)");
         }
         spawn_sweeper(pool.clone());
-        // The dummy hash for unknown addresses, computed now rather than at the first log-in.
+        // The dummy hash for unknown addresses, computed now rather than at the first log-in,
+        // and Apertium's pipeline started now rather than at the first Spanish query.
         tokio::spawn(accounts::password::prepare());
+        engine.warm_up_translator();
         let state = AppState::new(pool, engine, site, &config.site_root).with_billing(billing);
         Ok(Self {
             address,

@@ -251,6 +251,14 @@ impl SearchEngine {
         self
     }
 
+    /// Starts the translator's pipeline in the background ([`translate::Translator::warm_up`]);
+    /// a query that arrives meanwhile waits for it outside its own translation budget.
+    pub fn warm_up_translator(&self) {
+        if let Some(translator) = self.translator.clone() {
+            tokio::spawn(async move { translator.warm_up().await });
+        }
+    }
+
     /// English query words also match their synonyms in `thesaurus`.
     pub fn with_thesaurus(mut self, thesaurus: Option<Arc<thesaurus::Thesaurus>>) -> Self {
         self.thesaurus = thesaurus;

@@ -12,6 +12,18 @@ use crate::common::{demo_engine, translator};
 const BRIEF_ES: &str = "algo tranquilo, de alguien que viaja solo y ayuda a la gente";
 const BRIEF_EN: &str = "something calm, about someone who travels alone and helps people";
 
+/// The server starts the pipeline at start-up (`SearchEngine::warm_up_translator`), so that the
+/// first Spanish query does not pay for loading the transducers inside its budget.
+#[tokio::test]
+async fn the_pipeline_warms_up_and_then_translates() {
+    let translator = translator();
+    assert!(translator.warm_up().await);
+    let spanish = translator.translate(BRIEF_ES).await.unwrap();
+    assert!(spanish.english.contains("travels alone"), "{spanish:?}");
+    let missing = Translator::new(std::path::Path::new("/nonexistent"));
+    assert!(missing.is_none(), "no data, no translator to warm up");
+}
+
 #[tokio::test]
 async fn spanish_is_translated_and_english_or_romaji_is_not() {
     let translator = translator();
