@@ -361,10 +361,24 @@ async fn record_subscription(
 
 /// Sets the plan of the users behind `customer`: Premium while any of their subscriptions
 /// (claimed by their Checkout, or of their customer) to the Premium price is active or trialing.
+///
+/// The users' rows are locked first, in a statement of their own: two events about one user's
+/// subscriptions (two cancellations at once, possibly of two customers) then take turns, and
+/// the second's plan is read after the first has committed. Read in one statement, each saw
+/// the other's subscription as it was before and the last to write kept Premium.
 async fn refresh_plans(
     tx: &mut Transaction<'_, Postgres>,
     customer: &str,
 ) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "SELECT id FROM users
+          WHERE stripe_customer_id = $1
+             OR id IN (SELECT user_id FROM stripe_subscriptions WHERE customer_id = $1)
+          ORDER BY id FOR UPDATE",
+    )
+    .bind(customer)
+    .execute(&mut **tx)
+    .await?;
     sqlx::query(
         "UPDATE users u SET plan = CASE WHEN EXISTS (
                  SELECT 1 FROM stripe_subscriptions s

@@ -542,3 +542,71 @@ async fn a_wrong_secret_key_is_refused_the_way_stripe_refuses_it(pool: PgPool) {
     // 401 is not retried.
     assert_eq!(shop.fake.requests().len(), 1);
 }
+
+/// Two subscriptions cancelled at the same moment (the two-tab purchase above, both ended):
+/// each webhook's transaction must see the other's cancellation, or the last to write keeps
+/// Premium on for good. The test holds the user's row so that both deliveries are in flight at
+/// once, each past its own subscription's write, before either may finish.
+#[sqlx::test(migrations = "../migrations")]
+async fn two_cancellations_arriving_together_end_premium(pool: PgPool) {
+    let user = common::insert_user(&pool, "two@example.com", PASSWORD).await;
+    let t = events::now() - 100;
+    let second = |payload: String| {
+        payload
+            .replace("sub_manual", "sub_two")
+            .replace("cus_manual", "cus_two")
+    };
+    deliver(&pool, t + 50, completed_event("evt_one", t, user)).await;
+    deliver(&pool, t + 50, second(completed_event("evt_two", t, user))).await;
+    assert_eq!(plan(&pool, user).await, "premium");
+
+    let mut holder = pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM users WHERE id = $1 FOR UPDATE")
+        .bind(user)
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    let cancel = |id: &str, created: i64| {
+        events::event(
+            id,
+            "customer.subscription.deleted",
+            created,
+            events::subscription("sub_manual", "cus_manual", "canceled", PRICE),
+        )
+        .to_string()
+    };
+    let deliveries = [
+        cancel("evt_cancel_one", t + 10),
+        second(cancel("evt_cancel_two", t + 10)),
+    ]
+    .map(|payload| {
+        let pool = pool.clone();
+        tokio::spawn(async move { deliver(&pool, t + 50, payload).await })
+    });
+    // Both wait on a lock (the held row, or each other) before the row is let go.
+    let waiting = || async {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT count(*) FROM pg_stat_activity
+              WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .fetch_one(&pool)
+        .await
+        .unwrap()
+    };
+    let started = std::time::Instant::now();
+    while waiting().await < 2 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "the deliveries never both waited"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    holder.commit().await.unwrap();
+    for delivery in deliveries {
+        assert!(matches!(
+            delivery.await.unwrap(),
+            webhook::Handled::Applied(_)
+        ));
+    }
+    assert_eq!(plan(&pool, user).await, "free");
+}
