@@ -160,6 +160,46 @@ impl Lang {
         }
     }
 
+    /// Why a link's filters were refused; the search did not run and cost nothing.
+    pub fn bad_filter(self, problem: &crate::search::FilterProblem) -> String {
+        use crate::search::{FilterProblem, YEARS};
+        let (first, last) = (YEARS.start(), YEARS.end());
+        match (self, problem) {
+            (Lang::En, FilterProblem::UnknownFormat(v)) => {
+                format!(
+                    "This link asks for a format Zenbu does not know (“{v}”): choose one in the form. The search did not run."
+                )
+            }
+            (Lang::Es, FilterProblem::UnknownFormat(v)) => {
+                format!(
+                    "Este enlace pide un formato que Zenbu no conoce («{v}»): elige uno en el formulario. La búsqueda no se hizo."
+                )
+            }
+            (Lang::En, FilterProblem::UnknownGenre(v)) => {
+                format!(
+                    "This link asks for a genre Zenbu does not know (“{v}”): choose one in the form. The search did not run."
+                )
+            }
+            (Lang::Es, FilterProblem::UnknownGenre(v)) => {
+                format!(
+                    "Este enlace pide un género que Zenbu no conoce («{v}»): elige uno en el formulario. La búsqueda no se hizo."
+                )
+            }
+            (Lang::En, FilterProblem::BadYear(v)) => {
+                format!("“{v}” is not a year from {first} to {last}. The search did not run.")
+            }
+            (Lang::Es, FilterProblem::BadYear(v)) => {
+                format!("«{v}» no es un año entre {first} y {last}. La búsqueda no se hizo.")
+            }
+            (Lang::En, FilterProblem::YearsReversed { from, to }) => {
+                format!("The years run backwards: from {from} to {to}. The search did not run.")
+            }
+            (Lang::Es, FilterProblem::YearsReversed { from, to }) => {
+                format!("Los años están al revés: desde {from} hasta {to}. La búsqueda no se hizo.")
+            }
+        }
+    }
+
     pub fn results_for(self, query: &str) -> String {
         match self {
             Lang::En => format!("Results for “{query}”"),

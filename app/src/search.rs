@@ -48,15 +48,63 @@ impl Filters {
         self == &Self::default()
     }
 
-    /// The first format or genre that is not one of [`FORMATS`] or [`GENRES`]: filters arrive
-    /// from URLs and server-function calls, and go into SQL as parameters.
-    pub fn unknown_value(&self) -> Option<&str> {
-        let formats = self
-            .formats
-            .iter()
-            .filter(|f| !FORMATS.contains(&f.as_str()));
-        let genres = self.genres.iter().filter(|g| !GENRES.contains(&g.as_str()));
-        formats.chain(genres).next().map(String::as_str)
+    /// What is wrong with these filters, if anything: a format or genre that is not one of
+    /// [`FORMATS`] or [`GENRES`] (filters arrive from URLs and server-function calls, and go
+    /// into SQL as parameters), a year outside [`YEARS`], or a range that ends before it
+    /// starts. Such a search is refused, never run with the filter dropped: it would be
+    /// charged for results the visitor did not ask for.
+    pub fn problem(&self) -> Option<FilterProblem> {
+        if let Some(format) = self.formats.iter().find(|f| !FORMATS.contains(&f.as_str())) {
+            return Some(FilterProblem::UnknownFormat(format.clone()));
+        }
+        if let Some(genre) = self.genres.iter().find(|g| !GENRES.contains(&g.as_str())) {
+            return Some(FilterProblem::UnknownGenre(genre.clone()));
+        }
+        if let Some(year) = [self.year_from, self.year_to]
+            .into_iter()
+            .flatten()
+            .find(|y| !YEARS.contains(y))
+        {
+            return Some(FilterProblem::BadYear(year.to_string()));
+        }
+        match (self.year_from, self.year_to) {
+            (Some(from), Some(to)) if from > to => Some(FilterProblem::YearsReversed { from, to }),
+            _ => None,
+        }
+    }
+}
+
+/// Years a filter may name.
+pub const YEARS: std::ops::RangeInclusive<i32> = 1900..=2100;
+
+/// Why a search's filters were refused (HTTP 400; nothing is charged).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FilterProblem {
+    UnknownFormat(String),
+    UnknownGenre(String),
+    /// Not a whole number in [`YEARS`] (as written in the link).
+    BadYear(String),
+    YearsReversed {
+        from: i32,
+        to: i32,
+    },
+}
+
+impl std::fmt::Display for FilterProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FilterProblem::UnknownFormat(value) => write!(f, "unknown format {value:?}"),
+            FilterProblem::UnknownGenre(value) => write!(f, "unknown genre {value:?}"),
+            FilterProblem::BadYear(value) => write!(
+                f,
+                "the year {value:?} is not one from {} to {}",
+                YEARS.start(),
+                YEARS.end()
+            ),
+            FilterProblem::YearsReversed { from, to } => {
+                write!(f, "the years run backwards (from {from} to {to})")
+            }
+        }
     }
 }
 
@@ -167,6 +215,8 @@ pub enum Refusal {
     TooManyNewVisitors { per_day: i64 },
     /// Anonymous searches from the visitor's network reached their daily cap: HTTP 429.
     TooManyFromNetwork { per_day: i64 },
+    /// A filter the search cannot apply (a hand-edited link): HTTP 400.
+    BadFilter(FilterProblem),
     /// The search link was followed from another site (`Sec-Fetch-Site: cross-site`): the form
     /// is shown filled in and runs, and is charged, only when submitted here.
     FromAnotherSite,

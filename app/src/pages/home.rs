@@ -8,8 +8,8 @@ use crate::{
     api::{PageError, load_viewer, search},
     i18n::{Lang, use_lang},
     search::{
-        Branch, FORMATS, Filters, GENRES, MAX_QUERY_CHARS, QuotaInfo, Ranking, Refusal, SearchHit,
-        SearchResults,
+        Branch, FORMATS, FilterProblem, Filters, GENRES, MAX_QUERY_CHARS, QuotaInfo, Ranking,
+        Refusal, SearchHit, SearchResults, YEARS,
     },
 };
 
@@ -30,25 +30,30 @@ fn examples(lang: Lang) -> [&'static str; 3] {
 }
 
 /// The search as the URL states it: `/?q=…&format=TV&from=2000&to=2010&genre=Drama`, so a
-/// search can be bookmarked and shared. Unknown or malformed values are ignored.
-fn filters_from_query(query: &leptos_router::params::ParamsMap) -> Filters {
-    let year = |key: &str| {
+/// search can be bookmarked and shared. An empty value means any (the form's first option); a
+/// value the search cannot apply (a hand-edited link) is refused with the reason, not dropped:
+/// dropped, the search would run, and be charged, without the filter the link asked for.
+fn filters_from_query(query: &leptos_router::params::ParamsMap) -> Result<Filters, FilterProblem> {
+    let given = |key: &str| {
         query
             .get(key)
-            .and_then(|v| v.trim().parse::<i32>().ok())
-            .filter(|y| (1900..=2100).contains(y))
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
     };
-    let known = |value: Option<String>, allowed: &[&str]| -> Vec<String> {
-        value
-            .filter(|v| allowed.contains(&v.as_str()))
-            .into_iter()
-            .collect()
+    let year = |key: &str| {
+        given(key)
+            .map(|v| v.parse::<i32>().map_err(|_| FilterProblem::BadYear(v)))
+            .transpose()
     };
-    Filters {
-        formats: known(query.get("format"), &FORMATS),
-        year_from: year("from"),
-        year_to: year("to"),
-        genres: known(query.get("genre"), &GENRES),
+    let filters = Filters {
+        formats: given("format").into_iter().collect(),
+        year_from: year("from")?,
+        year_to: year("to")?,
+        genres: given("genre").into_iter().collect(),
+    };
+    match filters.problem() {
+        Some(problem) => Err(problem),
+        None => Ok(filters),
     }
 }
 
@@ -74,9 +79,12 @@ pub fn HomePage() -> impl IntoView {
     let results = Resource::new(
         move || (submitted(), filters()),
         |(q, filters)| async move {
-            match q {
-                Some(q) => Some(search(q, filters).await),
-                None => None,
+            match (q, filters) {
+                (None, _) => None,
+                (Some(_), Err(problem)) => {
+                    Some(Err(PageError::Refused(Refusal::BadFilter(problem))))
+                }
+                (Some(q), Ok(filters)) => Some(search(q, filters).await),
             }
         },
     );
@@ -88,7 +96,7 @@ pub fn HomePage() -> impl IntoView {
                 <h1><a href="/">"Zenbu"</a></h1>
                 <p class="tagline">{t.tagline}</p>
             </header>
-            <SearchForm initial text set_text filters=filters() />
+            <SearchForm initial text set_text filters=filters().unwrap_or_default() />
             <Show when=move || submitted().is_none()>
                 <Examples set_text />
                 // Before any search: where the visitor stands.
@@ -170,12 +178,12 @@ fn FilterFields(filters: Filters) -> impl IntoView {
                 </label>
                 <label>
                     {t.from_year}
-                    <input name="from" type="number" min="1900" max="2100" inputmode="numeric"
+                    <input name="from" type="number" min=*YEARS.start() max=*YEARS.end() inputmode="numeric"
                         value=filters.year_from.map(|y| y.to_string()) />
                 </label>
                 <label>
                     {t.to_year}
-                    <input name="to" type="number" min="1900" max="2100" inputmode="numeric"
+                    <input name="to" type="number" min=*YEARS.start() max=*YEARS.end() inputmode="numeric"
                         value=filters.year_to.map(|y| y.to_string()) />
                 </label>
                 <label>
@@ -245,7 +253,9 @@ fn RefusalNotice(refusal: Refusal) -> impl IntoView {
     let t = lang.texts();
     #[cfg(feature = "ssr")]
     crate::api::backend::set_status(match refusal {
-        Refusal::EmptyQuery | Refusal::QueryTooLong { .. } => http::StatusCode::BAD_REQUEST,
+        Refusal::EmptyQuery | Refusal::QueryTooLong { .. } | Refusal::BadFilter(_) => {
+            http::StatusCode::BAD_REQUEST
+        }
         Refusal::QuotaExhausted(_)
         | Refusal::TooManyNewVisitors { .. }
         | Refusal::TooManyFromNetwork { .. } => http::StatusCode::TOO_MANY_REQUESTS,
@@ -257,6 +267,10 @@ fn RefusalNotice(refusal: Refusal) -> impl IntoView {
         }
         Refusal::QueryTooLong { max } => {
             view! { <p class="notice error" role="alert">{lang.query_too_long(max)}</p> }.into_any()
+        }
+        Refusal::BadFilter(problem) => {
+            view! { <p class="notice error" role="alert">{lang.bad_filter(&problem)}</p> }
+                .into_any()
         }
         Refusal::FromAnotherSite => {
             view! { <p class="notice from-another-site" role="status">{t.from_another_site}</p> }
@@ -415,7 +429,61 @@ fn Hit(hit: SearchHit) -> impl IntoView {
 
 #[cfg(test)]
 mod tests {
-    use super::PassageOnCard;
+    use super::{PassageOnCard, filters_from_query};
+    use crate::search::{FilterProblem, Filters};
+
+    fn filters(pairs: &[(&'static str, &str)]) -> Result<Filters, FilterProblem> {
+        filters_from_query(&pairs.iter().map(|&(k, v)| (k, v.to_string())).collect())
+    }
+
+    #[test]
+    fn a_link_with_a_filter_the_search_cannot_apply_is_refused_not_dropped() {
+        assert_eq!(
+            filters(&[
+                ("q", "piratas"),
+                ("format", "MOVIE"),
+                ("from", " 1990 "),
+                ("genre", "")
+            ]),
+            Ok(Filters {
+                formats: vec!["MOVIE".into()],
+                year_from: Some(1990),
+                ..Filters::default()
+            })
+        );
+        // The form's "any" sends empty values.
+        assert_eq!(
+            filters(&[("format", ""), ("from", ""), ("to", "")]),
+            Ok(Filters::default())
+        );
+        assert_eq!(
+            filters(&[("format", "MOVIES")]),
+            Err(FilterProblem::UnknownFormat("MOVIES".into()))
+        );
+        assert_eq!(
+            filters(&[("genre", "drama")]),
+            Err(FilterProblem::UnknownGenre("drama".into()))
+        );
+        assert_eq!(
+            filters(&[("from", "199O")]),
+            Err(FilterProblem::BadYear("199O".into()))
+        );
+        assert_eq!(
+            filters(&[("to", "20000")]),
+            Err(FilterProblem::BadYear("20000".into()))
+        );
+        assert_eq!(
+            filters(&[("from", "2020"), ("to", "1990")]),
+            Err(FilterProblem::YearsReversed {
+                from: 2020,
+                to: 1990
+            })
+        );
+        assert_eq!(
+            filters(&[("from", "2000"), ("to", "2000")]).map(|f| (f.year_from, f.year_to)),
+            Ok((Some(2000), Some(2000)))
+        );
+    }
 
     const CARD: &str = "Ginko travels the mountain villages of an old, misty Japan, tending to \
         people afflicted by mushi: faint, primal organisms. Each quiet episode is a \

@@ -29,10 +29,11 @@ impl From<SearchError> for PageError {
             SearchError::QueryTooLong(_) => PageError::Refused(Refusal::QueryTooLong {
                 max: app::search::MAX_QUERY_CHARS,
             }),
-            // Only a hand-made request sends one: the pages offer known values only.
-            SearchError::UnknownFilter(value) => {
-                tracing::warn!(value, "search with an unknown filter refused");
-                PageError::Failed("unknown format or genre".into())
+            // Only a hand-made request or a hand-edited link has one: the form offers valid
+            // values only.
+            SearchError::BadFilter(problem) => {
+                tracing::warn!(%problem, "search with a bad filter refused");
+                PageError::Refused(Refusal::BadFilter(problem))
             }
             error if error.is_unavailable() => {
                 tracing::warn!(%error, "search: the database is unavailable");

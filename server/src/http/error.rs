@@ -56,9 +56,9 @@ impl From<crate::search::SearchError> for ApiError {
     fn from(error: crate::search::SearchError) -> Self {
         use crate::search::SearchError;
         match error {
-            SearchError::EmptyQuery
-            | SearchError::QueryTooLong(_)
-            | SearchError::UnknownFilter(_) => ApiError::BadRequest(error.to_string()),
+            SearchError::EmptyQuery | SearchError::QueryTooLong(_) | SearchError::BadFilter(_) => {
+                ApiError::BadRequest(error.to_string())
+            }
             SearchError::Database(error) => error.into(),
             SearchError::Vector(crate::search::vector::VectorError::Database(error)) => {
                 error.into()

@@ -54,8 +54,8 @@ pub enum SearchError {
     EmptyQuery,
     #[error("descriptions are limited to {MAX_QUERY_CHARS} characters (this one has {0})")]
     QueryTooLong(usize),
-    #[error("unknown format or genre {0:?}")]
-    UnknownFilter(String),
+    #[error("{0}")]
+    BadFilter(app::search::FilterProblem),
     #[error(transparent)]
     Database(#[from] sqlx::Error),
     #[error(transparent)]
@@ -189,10 +189,11 @@ pub struct SearchEngine {
     caches: bool,
 }
 
-/// Filters the pipeline accepts: known formats and genres only.
+/// Filters the pipeline accepts: known formats and genres, years in range and in order
+/// ([`Filters::problem`]).
 pub fn check_filters(filters: &Filters) -> Result<(), SearchError> {
-    match filters.unknown_value() {
-        Some(value) => Err(SearchError::UnknownFilter(value.to_string())),
+    match filters.problem() {
+        Some(problem) => Err(SearchError::BadFilter(problem)),
         None => Ok(()),
     }
 }

@@ -594,24 +594,57 @@ async fn oversized_bodies_and_hostile_queries_get_clear_answers(pool: PgPool) {
         .await
         .unwrap();
     assert_eq!(api.status(), 400);
-    // Filters outside the known formats and genres (a NUL once reached PostgreSQL this way and
-    // answered 500): 400, and nothing is counted.
-    for (key, value) in [("genre", "Drama\u{0}"), ("format", "BOGUS"), ("genre", "x")] {
+    // Filters the search cannot apply: formats and genres outside AniList's (a NUL once reached
+    // PostgreSQL this way and answered 500), years out of range or backwards. 400 with the
+    // reason, as JSON and as a page (a hand-edited link once ran, and was charged, without the
+    // filter), and nothing is counted.
+    let bad_filters: [(&[(&str, &str)], &str); 6] = [
+        (&[("genre", "Drama\u{0}")], "unknown genre"),
+        (&[("format", "BOGUS")], "unknown format \"BOGUS\""),
+        (&[("genre", "x")], "unknown genre \"x\""),
+        (
+            &[("from", "2020"), ("to", "1990")],
+            "the years run backwards",
+        ),
+        (
+            &[("from", "1800")],
+            "the year \"1800\" is not one from 1900 to 2100",
+        ),
+        (&[("to", "99999")], "is not one from"),
+    ];
+    for (filters, reason) in bad_filters {
+        let params = [&[("q", "piratas")], filters].concat();
         let response = client
             .get(app.url("/api/search"))
-            .query(&[("q", "piratas"), (key, value)])
+            .query(&params)
             .send()
             .await
             .unwrap();
-        assert_eq!(response.status(), 400, "{key}={value:?}");
+        assert_eq!(response.status(), 400, "{filters:?}");
         let body: serde_json::Value = response.json().await.unwrap();
-        assert!(
-            body["error"]
-                .as_str()
-                .unwrap()
-                .contains("unknown format or genre"),
-            "{body}"
-        );
+        assert!(body["error"].as_str().unwrap().contains(reason), "{body}");
+    }
+    for (filters, says) in [
+        (&[("format", "MOVIES")][..], "(“MOVIES”)"),
+        (&[("genre", "drama")], "(“drama”)"),
+        (
+            &[("from", "199O")],
+            "“199O” is not a year from 1900 to 2100",
+        ),
+        (&[("from", "2020"), ("to", "1990")], "from 2020 to 1990"),
+    ] {
+        let params = [&[("q", "pirates looking for treasure")], filters].concat();
+        let page = client
+            .get(app.url("/"))
+            .header("accept-language", "en")
+            .query(&params)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(page.status(), 400, "{filters:?}");
+        let html = page.text().await.unwrap();
+        assert!(html.contains(says), "{filters:?}: {html}");
+        assert!(html.contains("The search did not run"), "{html}");
     }
     let counted: i64 = sqlx::query_scalar("SELECT count(*) FROM search_usage")
         .fetch_one(&pool)
