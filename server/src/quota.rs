@@ -388,6 +388,8 @@ fn standing_sql(plan: Plan) -> String {
 ///   mid-search cannot stop the confirmation (the search still answers, and is paid for);
 /// - identical searches of one payer running at the same time share that one task: one
 ///   pipeline run and one unit, however many copies a script sends;
+/// - when the shared run fails (its unit is given back), the copies that waited on it share
+///   the next run the same way: one of them leads it, the others wait on it;
 /// - a repeat within [`REPEAT_WINDOW`] is free only once the earlier unit is confirmed.
 ///
 /// The sharing is per process; across app servers an identical search in flight elsewhere is
@@ -398,7 +400,7 @@ pub struct Meter {
 }
 
 /// What an identical search in flight ends with: `None` while it runs; then its results, or
-/// `Some(None)` when it failed (a follower then runs and pays on its own).
+/// `Some(None)` when it failed (the copies that waited then share a new run).
 type Flight = Option<Option<app::search::SearchResults>>;
 
 /// Removes a finished (or panicked) search from the in-flight map.
@@ -432,40 +434,69 @@ impl Meter {
         crate::search::check_filters(filters)?;
         let key = crate::search::cache::results_key("quota", query, filters);
         let flight_key = format!("{}\n{key}", payer.subject);
-        let (joined, sender) = {
-            let mut in_flight = self
-                .in_flight
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            match in_flight.get(&flight_key) {
-                Some(receiver) => (Some(receiver.clone()), None),
-                None => {
-                    let (sender, receiver) = watch::channel(None);
-                    in_flight.insert(flight_key.clone(), receiver);
-                    (None, Some(sender))
+        let (engine, payer, rules) = (engine.clone(), payer.clone(), *rules);
+        let (query, filters) = (query.to_string(), filters.clone());
+        self.shared(flight_key, move || {
+            let (engine, payer, query, filters, key) = (
+                engine.clone(),
+                payer.clone(),
+                query.clone(),
+                filters.clone(),
+                key.clone(),
+            );
+            async move { run_metered(&engine, &payer, &rules, &query, &filters, &key).await }
+        })
+        .await
+    }
+
+    /// Runs `run` once for every caller of the same `flight_key` in flight: the first leads (in
+    /// a task of its own), the others wait for its results. When the run fails, the waiting
+    /// callers go round again, so the next run is shared too and one failure never turns into
+    /// one run (and one unit) per copy. Each caller leads at most once, so this ends.
+    async fn shared<F, R>(
+        &self,
+        flight_key: String,
+        run: F,
+    ) -> Result<app::search::SearchResults, Metered>
+    where
+        F: Fn() -> R,
+        R: std::future::Future<Output = Result<app::search::SearchResults, Metered>>
+            + Send
+            + 'static,
+    {
+        // Join the run in flight, or lead one; a caller whose run failed goes round again.
+        let sender = loop {
+            let mut receiver = {
+                let mut in_flight = self
+                    .in_flight
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                match in_flight.get(&flight_key) {
+                    Some(receiver) => receiver.clone(),
+                    None => {
+                        let (sender, receiver) = watch::channel(None);
+                        in_flight.insert(flight_key.clone(), receiver);
+                        break sender;
+                    }
                 }
-            }
-        };
-        if let Some(mut receiver) = joined {
+            };
             if let Ok(outcome) = receiver.wait_for(Option::is_some).await
                 && let Some(Some(results)) = outcome.clone()
             {
                 crate::metrics::search_joined();
                 return Ok(results);
             }
-            // The search it joined failed: this one runs (and pays) on its own.
-            return run_metered(engine, payer, rules, query, filters, &key).await;
-        }
-        let sender = sender.expect("the leader has the sender");
+        };
         let landing = Landing {
             in_flight: self.in_flight.clone(),
             key: flight_key,
         };
-        let (engine, payer, rules) = (engine.clone(), payer.clone(), *rules);
-        let (query, filters) = (query.to_string(), filters.clone());
+        let running = run();
         let task = tokio::spawn(async move {
-            let _landing = landing;
-            let outcome = run_metered(&engine, &payer, &rules, &query, &filters, &key).await;
+            let outcome = running.await;
+            // Off the map before the waiting copies wake, so that after a failure they find no
+            // flight and one of them leads the next.
+            drop(landing);
             sender.send_replace(Some(outcome.as_ref().ok().cloned()));
             outcome
         });
@@ -556,5 +587,84 @@ pub enum Metered {
 impl From<sqlx::Error> for Metered {
     fn from(error: sqlx::Error) -> Self {
         Metered::Search(error.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{
+        sync::atomic::{AtomicUsize, Ordering},
+        time::Duration,
+    };
+
+    use super::*;
+
+    fn results(query: &str) -> app::search::SearchResults {
+        app::search::SearchResults {
+            query: query.to_string(),
+            hits: Vec::new(),
+            semantic: true,
+            ranking: app::search::Ranking::Reranked,
+            reranker: "local".into(),
+            cached: false,
+            took_ms: 1.0,
+            quota: None,
+        }
+    }
+
+    /// Eight identical copies at once, and the first run fails (a brief database error): the
+    /// copies share one more run, not one each (each run reserves a unit).
+    #[tokio::test]
+    async fn copies_of_a_failed_search_share_its_next_run() {
+        let meter = Meter::default();
+        let runs = Arc::new(AtomicUsize::new(0));
+        let run = {
+            let runs = runs.clone();
+            move || {
+                let run = runs.fetch_add(1, Ordering::SeqCst) + 1;
+                async move {
+                    // Long enough for every copy to find the flight.
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    match run {
+                        1 => Err(Metered::from(sqlx::Error::PoolTimedOut)),
+                        _ => Ok(results("piratas")),
+                    }
+                }
+            }
+        };
+        let copies = (0..8).map(|_| meter.shared("payer\nkey".into(), run.clone()));
+        let outcomes = futures_util::future::join_all(copies).await;
+        assert_eq!(runs.load(Ordering::SeqCst), 2);
+        assert_eq!(outcomes.iter().filter(|o| o.is_err()).count(), 1);
+        assert!(outcomes.iter().flatten().all(|r| r == &results("piratas")));
+        assert!(meter.in_flight.lock().unwrap().is_empty());
+    }
+
+    /// A run that fails every time is still run at most once per copy, one at a time.
+    #[tokio::test]
+    async fn copies_of_a_search_that_keeps_failing_each_lead_once() {
+        let meter = Meter::default();
+        let (runs, running) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let run = {
+            let (runs, running) = (runs.clone(), running.clone());
+            move || {
+                runs.fetch_add(1, Ordering::SeqCst);
+                let running = running.clone();
+                async move {
+                    assert_eq!(
+                        running.fetch_add(1, Ordering::SeqCst),
+                        0,
+                        "two runs at once"
+                    );
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    running.fetch_sub(1, Ordering::SeqCst);
+                    Err(Metered::from(sqlx::Error::PoolTimedOut))
+                }
+            }
+        };
+        let copies = (0..4).map(|_| meter.shared("payer\nkey".into(), run.clone()));
+        let outcomes = futures_util::future::join_all(copies).await;
+        assert!(outcomes.iter().all(Result::is_err));
+        assert_eq!(runs.load(Ordering::SeqCst), 4);
     }
 }
