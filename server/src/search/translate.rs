@@ -17,6 +17,10 @@
 //! accented forms. When a Spanish query has words Apertium did not know, each one's plain forms
 //! ([`base_forms`]) and accented spellings ([`accent_variants`]) are put to Apertium in one more
 //! call and the first it knows replaces the word before the query is translated again.
+//!
+//! People also type everyday words Apertium's dictionary lacks: clipped ones ("profe", "peli",
+//! "prepa") and regional ones ("chavo", "morra", "pibe", "nomás"). [`EVERYDAY_WORDS`] puts such
+//! a word, when Apertium did not know it, into standard Spanish in the same way.
 
 use std::{
     path::{Path, PathBuf},
@@ -232,6 +236,69 @@ pub fn base_forms(word: &str) -> Vec<String> {
     forms
 }
 
+/// Everyday Spanish words that Apertium's dictionary lacks (checked against Debian's
+/// `apertium-eng-spa` 2024; `it::translate` fails when one becomes known or a replacement
+/// does not), each with standard Spanish it knows. Clipped words and common Mexican,
+/// Rioplatense and Peninsular ones for people, school, money and work; not slang that is also
+/// an ordinary word ("lana" is wool to Apertium and money in Mexico): only unknown words are
+/// replaced, so such a word keeps Apertium's reading.
+pub const EVERYDAY_WORDS: [(&str, &str); 42] = [
+    // Clipped.
+    ("profe", "profesor"),
+    ("profes", "profesores"),
+    ("peli", "película"),
+    ("pelis", "películas"),
+    ("prepa", "escuela secundaria"),
+    ("secu", "secundaria"),
+    ("insti", "instituto"),
+    ("uni", "universidad"),
+    ("compu", "computadora"),
+    ("poli", "policía"),
+    ("finde", "fin de semana"),
+    ("depa", "departamento"),
+    ("compi", "compañero"),
+    ("boli", "bolígrafo"),
+    // People.
+    ("chavo", "chico"),
+    ("chava", "chica"),
+    ("chavos", "chicos"),
+    ("chavas", "chicas"),
+    ("morra", "chica"),
+    ("morras", "chicas"),
+    ("chamaco", "niño"),
+    ("chamaca", "niña"),
+    ("chamacos", "niños"),
+    ("escuincle", "niño"),
+    ("escuincles", "niños"),
+    ("pibe", "chico"),
+    ("piba", "chica"),
+    ("pibes", "chicos"),
+    ("güey", "tipo"),
+    ("wey", "tipo"),
+    ("cuate", "amigo"),
+    ("cuates", "amigos"),
+    ("compa", "compañero"),
+    ("compas", "compañeros"),
+    // Money, work, and how things are.
+    ("varo", "dinero"),
+    ("guita", "dinero"),
+    ("chamba", "trabajo"),
+    ("laburo", "trabajo"),
+    ("nomás", "solamente"),
+    ("nomas", "solamente"),
+    ("ahorita", "ahora"),
+    ("chido", "estupendo"),
+];
+
+/// The standard Spanish for `word` if it is one of [`EVERYDAY_WORDS`] (any capitalisation).
+pub fn everyday_word(word: &str) -> Option<&'static str> {
+    let lower = word.to_lowercase();
+    EVERYDAY_WORDS
+        .iter()
+        .find(|(typed, _)| *typed == lower)
+        .map(|&(_, standard)| standard)
+}
+
 /// `query` with each whole word that is a key of `spellings` replaced by its value.
 fn respelled(query: &str, spellings: &[(String, String)]) -> String {
     let mut out = String::with_capacity(query.len() + 8);
@@ -329,7 +396,9 @@ async fn read_in_english(pipeline: &mut Pipeline, query: &str) -> std::io::Resul
         .iter()
         .cloned()
         .map(|word| {
-            let mut variants = base_forms(&word);
+            let mut variants: Vec<String> =
+                everyday_word(&word).map(String::from).into_iter().collect();
+            variants.extend(base_forms(&word));
             variants.extend(accent_variants(&word));
             (word, variants)
         })
@@ -400,13 +469,19 @@ impl Translator {
         })
     }
 
-    /// Names the translation data and how it is read (plain forms and accents tried), for the
-    /// results cache's pipeline fingerprint: other data or another reading, other pages.
+    /// Names the translation data and how it is read (plain forms, accents and
+    /// [`EVERYDAY_WORDS`] tried), for the results cache's pipeline fingerprint: other data or
+    /// another reading, other pages.
     pub fn fingerprint(&self) -> String {
+        use sha2::Digest;
         let stamp = std::fs::metadata(self.data.join("spa-eng.autobil.bin"))
             .map(|m| m.len())
             .unwrap_or(0);
-        format!("apertium-spa-eng:{stamp}:plain-forms-and-accents-2")
+        let everyday = sha2::Sha256::digest(format!("{EVERYDAY_WORDS:?}").as_bytes());
+        format!(
+            "apertium-spa-eng:{stamp}:plain-forms-and-accents-2:{}",
+            &crate::catalog::document::hex(&everyday)[..12]
+        )
     }
 
     /// Starts the pipeline and waits for its first answer, so that the transducers load before

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use app::search::Filters;
-use server::search::translate::Translator;
+use server::search::translate::{EVERYDAY_WORDS, Translator};
 use sqlx::PgPool;
 
 use crate::common::{demo_engine, translator};
@@ -71,6 +71,36 @@ async fn spanish_typed_without_accents_or_in_diminutives_is_read_plainly() {
     // An English query is left as it was: its unknown words are not Spanish missing accents.
     let english = translator.translate(BRIEF_EN).await.unwrap();
     assert!(!english.is_spanish(), "{english:?}");
+}
+
+/// Every entry of the table is a word Apertium does not know and a replacement it does (so the
+/// table is dropped entry by entry when Debian's dictionary learns a word), and a query typed
+/// with them reads as the standard words would.
+#[tokio::test]
+async fn everyday_words_apertium_lacks_are_read_as_standard_spanish() {
+    let translator = translator();
+    for (typed, standard) in EVERYDAY_WORDS {
+        let alone = translator.translate(typed).await.unwrap();
+        assert_eq!(alone.unknown, [typed], "{typed:?} is known now: {alone:?}");
+        let plain = translator.translate(standard).await.unwrap();
+        assert!(
+            plain.unknown.is_empty(),
+            "{standard:?} is unknown: {plain:?}"
+        );
+    }
+    let typed = translator
+        .translate("un chavo de la prepa y su profe ven una peli el finde, nomás eso")
+        .await
+        .unwrap();
+    let standard = translator
+        .translate("un chico de la escuela secundaria y su profesor ven una película el fin de semana, solamente eso")
+        .await
+        .unwrap();
+    assert!(typed.unknown.is_empty(), "{typed:?}");
+    assert_eq!(typed.english, standard.english);
+    for english in ["boy", "school", "professor", "film", "weekend"] {
+        assert!(typed.english.contains(english), "{english}: {typed:?}");
+    }
 }
 
 #[tokio::test]
