@@ -21,6 +21,7 @@ pub mod bf16;
 pub mod container;
 pub mod int8;
 pub mod minilm;
+pub mod overlay;
 pub mod tokenize;
 
 use std::path::Path;
@@ -32,6 +33,7 @@ use container::{Container, Dimensions, dequantize, dequantize_row};
 use int8::PackedInt8;
 pub use kernels::Kernel;
 use kernels::{Isa, Packed, Plain};
+pub use overlay::Overlay;
 pub use tokenize::{E5Tokenizer, Kind};
 
 pub const MODEL_NAME: &str = "multilingual-e5-small";
@@ -121,6 +123,18 @@ impl Encoder {
     /// Loads the weights and the tokenizer for `kernel`; refused if this CPU lacks its
     /// instructions.
     pub fn load_for(weights: &Path, tokenizer: &Path, kernel: Kernel) -> Result<Self> {
+        Self::load_with_overlay(weights, None, tokenizer, kernel)
+    }
+
+    /// Loads the base weights with `overlay`'s tensors in place of theirs (a fine-tuned model
+    /// that changed a few layers), for `kernel`. Every overlay tensor must replace one of the
+    /// base's, with as many values.
+    pub fn load_with_overlay(
+        weights: &Path,
+        overlay: Option<&Overlay>,
+        tokenizer: &Path,
+        kernel: Kernel,
+    ) -> Result<Self> {
         ensure!(
             kernel.is_supported(),
             "this CPU cannot run the {kernel} kernel"
@@ -132,9 +146,31 @@ impl Encoder {
             "unexpected model shape {dims:?}"
         );
         let (h, f) = (dims.hidden, dims.ffn);
-        let vector = |name: &str, len: usize| file.f32(name, len);
+        if let Some(overlay) = overlay {
+            for name in overlay.names() {
+                ensure!(
+                    name != "emb.word" && file.elements(name).is_ok(),
+                    "overlay tensor {name} replaces nothing in the base weights"
+                );
+            }
+        }
+        let replaced = |name: &str, len: usize| -> Result<Option<Vec<f32>>> {
+            Ok(match overlay {
+                Some(overlay) => overlay.get(name, len)?.map(<[f32]>::to_vec),
+                None => None,
+            })
+        };
+        let vector = |name: &str, len: usize| -> Result<Vec<f32>> {
+            match replaced(name, len)? {
+                Some(values) => Ok(values),
+                None => file.f32(name, len),
+            }
+        };
         let matrix = |name: &str, rows: usize, cols: usize| -> Result<Vec<f32>> {
-            Ok(dequantize(file.q4(name, rows, cols)?, rows, cols))
+            match replaced(name, rows * cols)? {
+                Some(values) => Ok(values),
+                None => Ok(dequantize(file.q4(name, rows, cols)?, rows, cols)),
+            }
         };
         let linear = |prefix: &str, rows: usize, cols: usize| -> Result<Linear> {
             let weight = matrix(&format!("{prefix}.w"), rows, cols)?;

