@@ -53,7 +53,7 @@ pub const TRAINED_MODEL_NAME: &str = "e5-small-zenbu-1";
 const TRAINED_OVERLAY: &[u8] = include_bytes!("../../models/e5-small-zenbu-1.safetensors");
 /// The overlay's SHA-256: a retrained file is a new model version (a new name, new vectors),
 /// never a silent replacement under the old name.
-const TRAINED_OVERLAY_SHA256: &str =
+pub const TRAINED_OVERLAY_SHA256: &str =
     "64bca790db16794bef739486d32334f2ae38b5bc2412fa7712eb795e027d2b6e";
 
 /// The trained layers, checked against their pinned SHA-256.

@@ -143,7 +143,12 @@ impl Embedder for LocalEmbedder {
     }
 
     fn cache_version(&self) -> String {
-        format!("{}-q4-native-{LOCAL_PASSAGE_TOKENS}tok", self.name)
+        let version = format!("{}-q4-native-{LOCAL_PASSAGE_TOKENS}tok", self.name);
+        // The trained layers' own digest too: vectors on disk never outlive the weights.
+        match self.name == e5::TRAINED_MODEL_NAME {
+            true => format!("{version}-{}", &e5::TRAINED_OVERLAY_SHA256[..12]),
+            false => version,
+        }
     }
 
     async fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
