@@ -268,7 +268,7 @@ def main():
             if not own:
                 break
             i = rng.randrange(len(own))
-            text = own[i]
+            text = source = own[i]
             if rng.random() < 0.3 and i + 1 < len(own):
                 text += " " + own[i + 1]
             text = scrub(text, names, titles)
@@ -280,7 +280,7 @@ def main():
                 continue
             kind = "sequel" if is_sequel else "sentence"
             rows.append({"anime_id": anime_id, "kind": kind, "en": casual(text, rng),
-                         "lead": rng.randrange(4) if is_sequel else None})
+                         "lead": rng.randrange(4) if is_sequel else None, "source": source})
         # Tag-and-mood templates for two in five.
         tags = [t["name"] for t in m.get("tags") or []
                 if t.get("rank", 0) >= 60 and not t.get("isMediaSpoiler")
@@ -316,8 +316,9 @@ def main():
             if r["kind"] == "sequel" and r["lead"] is not None:
                 lead = (EN_SEQUEL_LEADS if r["lang"] == "en" else ES_SEQUEL_LEADS)[r["lead"]]
                 query = lead + query[:1].lower() + query[1:]
+        # The synopsis sentence it was made from: the trainer finds the passage holding it.
         out.append({"query": query, "lang": r["lang"], "kind": r["kind"],
-                    "anime_id": r["anime_id"]})
+                    "anime_id": r["anime_id"], "source": r.get("source")})
 
     # Nothing that overlaps an evaluation case by five words in a row.
     grams, cases = eval_ngrams(args.eval)
