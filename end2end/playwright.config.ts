@@ -8,6 +8,10 @@ const port = process.env.E2E_PORT ?? '3100';
 // delivers webhooks to the app.
 const stripePort = String(Number(port) + 1);
 const stripeSecret = 'whsec_e2e_secret';
+// A real SMTP server (`fakes smtp`) the app delivers its mail to; the tests read what arrived
+// from its HTTP side (helpers.ts, `deliveredMail`).
+const smtpPort = String(Number(port) + 2);
+export const smtpHttpPort = String(Number(port) + 3);
 const server = process.env.ZENBU_SERVER_BIN;
 const fakes = process.env.ZENBU_FAKES_BIN;
 if (!server || !fakes) {
@@ -43,6 +47,15 @@ export default defineConfig({
   },
   webServer: [
   {
+    command: `"${fakes}" smtp --listen 127.0.0.1:${smtpPort} --http 127.0.0.1:${smtpHttpPort}`,
+    cwd: '..',
+    port: Number(smtpHttpPort),
+    timeout: 60_000,
+    reuseExistingServer: false,
+    stdout: 'pipe',
+    stderr: 'pipe',
+  },
+  {
     command: `"${fakes}" stripe --listen 127.0.0.1:${stripePort} --api-key sk_test_e2e --price-id price_test_premium --webhook-secret ${stripeSecret} --webhook-url http://127.0.0.1:${port}/stripe/webhook`,
     cwd: '..',
     port: Number(stripePort),
@@ -64,8 +77,9 @@ export default defineConfig({
       ZENBU_PG_DATABASE: 'zenbu_e2e',
       // Blank, not unset: a developer's .env must not point the suite at another database.
       DATABASE_URL: '',
-      // Sign-up links are read from the mail outbox.
-      ZENBU_DEV_MAILBOX: 'true',
+      // Mail goes out over SMTP, as on a real server; the tests read it where it arrived.
+      ZENBU_SMTP_URL: `smtp://127.0.0.1:${smtpPort}`,
+      ZENBU_MAIL_FROM: 'Zenbu <no-reply@zenbu.test>',
       // Every browser context is a new anonymous visitor from 127.0.0.1.
       ZENBU_NEW_VISITORS_PER_NETWORK: '100000',
       ZENBU_PUBLIC_URL: `http://127.0.0.1:${port}`,

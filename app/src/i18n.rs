@@ -293,6 +293,15 @@ impl Lang {
         }
     }
 
+    /// The message for an account form's `?notice=` code (what it just did).
+    pub fn form_notice(self, code: &str) -> Option<&'static str> {
+        let t = self.texts();
+        Some(match code {
+            "password-reset" => t.notice_password_reset,
+            _ => return None,
+        })
+    }
+
     /// The message for an account form's `?error=` code.
     pub fn form_error(self, code: &str) -> Option<&'static str> {
         let t = self.texts();
@@ -305,10 +314,37 @@ impl Lang {
             "form" => t.error_form,
             "link" => t.error_link,
             "registered" => t.error_registered,
+            "reset-link" => t.error_reset_link,
             "billing-off" => t.billing_off,
             "stripe" => t.error_stripe,
             _ => return None,
         })
+    }
+}
+
+#[cfg(feature = "ssr")]
+impl Lang {
+    /// The language of a request with these headers (the server's handlers, and [`detect`]).
+    pub fn of_request(headers: &http::HeaderMap) -> Self {
+        // Repeated header lines joined as the header's own list: cookies by `;`, languages by `,`.
+        let header = |name: http::HeaderName, separator: &str| {
+            headers
+                .get_all(name)
+                .iter()
+                .filter_map(|v| v.to_str().ok())
+                .collect::<Vec<_>>()
+                .join(separator)
+        };
+        let cookies = header(http::header::COOKIE, ";");
+        let cookie = cookies.split(';').find_map(|pair| {
+            let (name, value) = pair.trim().split_once('=')?;
+            (name == COOKIE).then(|| value.to_string())
+        });
+        let accept = header(http::header::ACCEPT_LANGUAGE, ",");
+        Lang::negotiate(
+            cookie.as_deref(),
+            Some(accept.as_str()).filter(|a| !a.is_empty()),
+        )
     }
 }
 
@@ -321,28 +357,9 @@ pub fn use_lang() -> Lang {
 pub fn detect() -> Lang {
     #[cfg(feature = "ssr")]
     {
-        let parts = use_context::<http::request::Parts>();
-        // Repeated header lines joined as the header's own list: cookies by `;`, languages by `,`.
-        let header = |name: http::HeaderName, separator: &str| {
-            parts.as_ref().map(|parts| {
-                parts
-                    .headers
-                    .get_all(name)
-                    .iter()
-                    .filter_map(|v| v.to_str().ok())
-                    .collect::<Vec<_>>()
-                    .join(separator)
-            })
-        };
-        let cookies: Option<String> = header(http::header::COOKIE, ";");
-        let cookie = cookies.as_deref().and_then(|cookies| {
-            cookies.split(';').find_map(|pair| {
-                let (name, value) = pair.trim().split_once('=')?;
-                (name == COOKIE).then(|| value.to_string())
-            })
-        });
-        let accept: Option<String> = header(http::header::ACCEPT_LANGUAGE, ",");
-        Lang::negotiate(cookie.as_deref(), accept.as_deref())
+        use_context::<http::request::Parts>()
+            .map(|parts| Lang::of_request(&parts.headers))
+            .unwrap_or(Lang::En)
     }
     #[cfg(not(feature = "ssr"))]
     {
@@ -428,6 +445,15 @@ pub struct Texts {
     pub log_in_title: &'static str,
     pub log_in_button: &'static str,
     pub no_account: &'static str,
+    pub forgot_password_link: &'static str,
+    pub forgot_title: &'static str,
+    pub forgot_intro: &'static str,
+    pub forgot_button: &'static str,
+    pub reset_sent_text: &'static str,
+    pub reset_title: &'static str,
+    pub new_password: &'static str,
+    pub reset_button: &'static str,
+    pub notice_password_reset: &'static str,
     pub account_title: &'static str,
     pub plan: &'static str,
     pub plan_free: &'static str,
@@ -461,6 +487,7 @@ pub struct Texts {
     pub error_form: &'static str,
     pub error_link: &'static str,
     pub error_registered: &'static str,
+    pub error_reset_link: &'static str,
     pub error_stripe: &'static str,
 }
 
@@ -534,6 +561,15 @@ pub static EN: Texts = Texts {
     log_in_title: "Log in",
     log_in_button: "Log in",
     no_account: "No account yet? ",
+    forgot_password_link: "Forgot your password?",
+    forgot_title: "Reset your password",
+    forgot_intro: "Enter the address of your account and we will mail you a link to choose a new password.",
+    forgot_button: "Mail me a link",
+    reset_sent_text: "If that address has a Zenbu account, we have sent it a link to choose a new password. The link works once, for one hour.",
+    reset_title: "Choose a new password",
+    new_password: "New password",
+    reset_button: "Set my password",
+    notice_password_reset: "Your password is changed and every other session is signed out. Log in with the new password.",
     account_title: "Your account",
     plan: "Plan",
     plan_free: "Free",
@@ -565,6 +601,7 @@ pub static EN: Texts = Texts {
     error_form: "The form expired. Please try again.",
     error_link: "This link is unknown, already used or expired. Sign up again to get a new one.",
     error_registered: "This address already has an account. Log in instead.",
+    error_reset_link: "This reset link is unknown, already used or expired. Ask for a new one below.",
     error_stripe: "The payment service did not answer. Nothing was charged; please try again in a moment.",
 };
 
@@ -638,6 +675,15 @@ pub static ES: Texts = Texts {
     log_in_title: "Entrar",
     log_in_button: "Entrar",
     no_account: "¿Aún no tienes cuenta? ",
+    forgot_password_link: "¿Olvidaste tu contraseña?",
+    forgot_title: "Restablece tu contraseña",
+    forgot_intro: "Escribe la dirección de tu cuenta y te enviaremos un enlace para elegir una contraseña nueva.",
+    forgot_button: "Enviarme un enlace",
+    reset_sent_text: "Si esa dirección tiene una cuenta de Zenbu, le hemos enviado un enlace para elegir una contraseña nueva. El enlace funciona una vez, durante una hora.",
+    reset_title: "Elige una contraseña nueva",
+    new_password: "Contraseña nueva",
+    reset_button: "Guardar mi contraseña",
+    notice_password_reset: "Tu contraseña cambió y se cerraron todas las demás sesiones. Entra con la contraseña nueva.",
     account_title: "Tu cuenta",
     plan: "Plan",
     plan_free: "Gratis",
@@ -669,6 +715,7 @@ pub static ES: Texts = Texts {
     error_form: "El formulario caducó. Vuelve a intentarlo.",
     error_link: "Este enlace no existe, ya se usó o caducó. Regístrate de nuevo para recibir otro.",
     error_registered: "Esta dirección ya tiene cuenta. Entra con ella.",
+    error_reset_link: "Este enlace para restablecer la contraseña no existe, ya se usó o caducó. Pide otro abajo.",
     error_stripe: "El servicio de pagos no respondió. No se ha cobrado nada; vuelve a intentarlo en un momento.",
 };
 
@@ -704,6 +751,7 @@ mod tests {
             "form",
             "link",
             "registered",
+            "reset-link",
             "billing-off",
             "stripe",
         ] {

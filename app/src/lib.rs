@@ -71,6 +71,20 @@ pub fn App() -> impl IntoView {
                     view=pages::ConfirmPage
                     ssr=SsrMode::Async
                 />
+                <Route
+                    path=(StaticSegment("password"), StaticSegment("forgot"))
+                    view=pages::ForgotPasswordPage
+                    ssr=SsrMode::Async
+                />
+                <Route
+                    path=(StaticSegment("password"), StaticSegment("sent"))
+                    view=pages::ForgotSentPage
+                />
+                <Route
+                    path=(StaticSegment("password"), StaticSegment("reset"))
+                    view=pages::ResetPasswordPage
+                    ssr=SsrMode::Async
+                />
                 <Route path=StaticSegment("account") view=pages::AccountPage ssr=SsrMode::Async />
                 <Route path=StaticSegment("premium") view=pages::PremiumPage ssr=SsrMode::Async />
                 <Route

@@ -6,7 +6,10 @@ mod errors;
 mod home;
 mod premium;
 
-pub use account::{AccountPage, ConfirmPage, LoginPage, RegisterPage, RegisterSentPage, SiteNav};
+pub use account::{
+    AccountPage, ConfirmPage, ForgotPasswordPage, ForgotSentPage, LoginPage, RegisterPage,
+    RegisterSentPage, ResetPasswordPage, SiteNav,
+};
 pub use anime::AnimePage;
 pub use errors::{NotFound, ServerError, Unavailable};
 pub use home::HomePage;

@@ -1,11 +1,12 @@
 //! Local stand-ins for the external APIs Zenbu talks to, speaking their wire formats (errors and
 //! limits included). The server's integration tests drive its real clients against them; the
-//! `fakes` binary (`fakes anilist|openai|stripe`) serves one to the browser suite or a run by
+//! `fakes` binary (`fakes anilist|openai|stripe|smtp`) serves one to the browser suite or a run by
 //! hand. A crate of its own so that none of this is compiled into the server users run: the
 //! server does not depend on it (only its tests do).
 
 pub mod anilist;
 pub mod openai;
+pub mod smtp;
 pub mod stripe;
 
 use std::net::SocketAddr;

@@ -1,4 +1,4 @@
-//! `fakes anilist|openai|stripe`: one fake on a fixed port until Ctrl-C or SIGTERM, for the
+//! `fakes anilist|openai|stripe|smtp`: one fake on a fixed port until Ctrl-C or SIGTERM, for the
 //! browser suite, fault-injection runs and trying the clients by hand.
 
 use std::{
@@ -13,6 +13,7 @@ use clap::{Parser, Subcommand};
 use fakes::{
     anilist::{FakeAniList, FakeAniListConfig},
     openai::FakeOpenAi,
+    smtp::SmtpServer,
     stripe::{FakeStripe, FakeStripeConfig},
 };
 use tracing_subscriber::EnvFilter;
@@ -42,6 +43,14 @@ enum Fake {
     /// Stripe's API, hosted Checkout and portal pages and signed webhooks (local runs and the
     /// browser tests); the app is pointed at it with STRIPE_API_BASE.
     Stripe(StripeArgs),
+    /// An SMTP server that keeps what it receives (the browser suite's mail), readable as JSON
+    /// at `GET http://<http>/messages?to=<address>` (newest first).
+    Smtp {
+        #[arg(long, default_value = "127.0.0.1:2525")]
+        listen: SocketAddr,
+        #[arg(long, default_value = "127.0.0.1:2526")]
+        http: SocketAddr,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -119,6 +128,29 @@ async fn serve(fake: Fake) -> Result<()> {
             };
             let fake = FakeStripe::start(config, args.listen).await?;
             println!("fake Stripe on {} (Ctrl-C to stop)", fake.base_url());
+            shutdown_signal().await;
+        }
+        Fake::Smtp { listen, http } => {
+            let smtp = std::sync::Arc::new(SmtpServer::start(listen)?);
+            let app = axum::Router::new().route(
+                "/messages",
+                axum::routing::get(
+                    move |axum::extract::Query(query): axum::extract::Query<
+                        std::collections::HashMap<String, String>,
+                    >| {
+                        let smtp = smtp.clone();
+                        async move {
+                            let to = query.get("to").cloned().unwrap_or_default();
+                            axum::Json(smtp.delivered_to(&to))
+                        }
+                    },
+                ),
+            );
+            let served = fakes::serve(app, http).await?;
+            println!(
+                "SMTP on {listen}, its messages on http://{} (Ctrl-C to stop)",
+                served.addr
+            );
             shutdown_signal().await;
         }
     }

@@ -39,7 +39,7 @@ pub struct Config {
     )]
     pub site_root: PathBuf,
 
-    /// Embedding model: `multilingual-e5-small` (local), `e5-small-zenbu-1` (local, its top
+    /// Embedding model: `multilingual-e5-small` (local), `e5-small-zenbu-2` (local, its top
     /// layers fine-tuned on this catalog by `scripts/train`; measured, not the default: see
     /// docs/measurements.md) or `text-embedding-3-small` (OpenAI).
     /// Default: OpenAI's when OPENAI_API_KEY is set, else the local one. Its name goes into each
@@ -193,6 +193,17 @@ pub struct Config {
     )]
     pub dev_mailbox: bool,
 
+    /// The SMTP server mail is sent through: `smtps://user:pass@host:465` (TLS),
+    /// `smtp://user:pass@host:587?tls=required` (STARTTLS) or `smtp://host:25` (plain, local
+    /// relays only). Unset: each mail is written to the log instead (local runs).
+    #[arg(long, env = "ZENBU_SMTP_URL", hide_env_values = true, value_parser = secret, global = true)]
+    pub smtp_url: Option<SecretString>,
+
+    /// The sender of the site's mail (`Zenbu <no-reply@example.com>`); default: no-reply at the
+    /// public URL's host.
+    #[arg(long, env = "ZENBU_MAIL_FROM", global = true)]
+    pub mail_from: Option<String>,
+
     /// When set, `/metrics` answers only requests with `Authorization: Bearer <this>` (for a
     /// Prometheus that scrapes over a network others can reach). Unset: open, as for local runs.
     #[arg(
@@ -269,6 +280,33 @@ impl Config {
             Some(url) => url.trim_end_matches('/').to_string(),
             None => format!("http://{bound}"),
         }
+    }
+
+    /// The sender of the site's mail: the configured one, else `Zenbu <no-reply@host>` for the
+    /// public URL's host (`localhost` when that is an IP address, which a mail address cannot
+    /// hold without brackets).
+    pub fn mail_from(&self, public_url: &str) -> String {
+        if let Some(from) = self
+            .mail_from
+            .as_deref()
+            .map(str::trim)
+            .filter(|f| !f.is_empty())
+        {
+            return from.to_string();
+        }
+        let host = public_url
+            .split("://")
+            .nth(1)
+            .unwrap_or(public_url)
+            .split(['/', ':'])
+            .next()
+            .unwrap_or_default();
+        let host = if host.contains('.') && host.parse::<std::net::Ipv4Addr>().is_err() {
+            host
+        } else {
+            "localhost"
+        };
+        format!("Zenbu <no-reply@{host}>")
     }
 
     /// The key, when one is set and not blank.

@@ -22,6 +22,7 @@ use crate::{
     config::Config,
     db,
     http::{self, AppState, SiteConfig},
+    mail::{self, delivery::Courier},
     quota::Rules,
     search::{Budgets, SearchEngine, cache, embedder, rerank},
 };
@@ -85,6 +86,14 @@ impl Application {
             tracing::warn!(site_root = %config.site_root.display(), "no built site found: pages will render but not hydrate (run scripts/build-site)");
         }
         spawn_sweeper(pool.clone());
+        let courier = Courier::from_config(
+            config.smtp_url.as_ref(),
+            &config.mail_from(&site.public_url),
+        )?;
+        if matches!(courier, Courier::Log) {
+            tracing::info!("ZENBU_SMTP_URL is not set: mail is written to the log, not sent");
+        }
+        mail::delivery::spawn(pool.clone(), courier);
         // The dummy hash for unknown addresses, computed now rather than at the first log-in,
         // and Apertium's pipeline started now rather than at the first Spanish query.
         tokio::spawn(accounts::password::prepare());

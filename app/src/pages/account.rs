@@ -1,5 +1,5 @@
-//! Account pages: sign up, the "check your mail" page, the sign-up link, log in, the account,
-//! and the site header.
+//! Account pages: sign up, the "check your mail" page, the sign-up link, log in, forgotten
+//! passwords, the account, and the site header.
 //!
 //! The forms are plain HTML forms posting to the server's handlers (`server::http::auth`),
 //! which answer with a redirect: they work the same with JavaScript on or off. A handler that
@@ -133,6 +133,7 @@ pub fn LoginPage() -> impl IntoView {
         <Title text=format!("{} — Zenbu", t.log_in_title) />
         <main class="account-form">
             <h1>{t.log_in_title}</h1>
+            <FormNotice />
             <FormErrorNotice />
             {move || {
                 let next = next();
@@ -152,7 +153,93 @@ pub fn LoginPage() -> impl IntoView {
                     }
                 })
             }}
+            <p><a href="/password/forgot">{t.forgot_password_link}</a></p>
             <p>{t.no_account} <a href="/register">{t.nav_sign_up}</a></p>
+        </main>
+    }
+}
+
+/// Shows the message for `?notice=` (if the code is known): what a form just did.
+#[component]
+fn FormNotice() -> impl IntoView {
+    let lang = use_lang();
+    let query = use_query_map();
+    move || {
+        query
+            .read()
+            .get("notice")
+            .and_then(|code| lang.form_notice(&code))
+            .map(|message| view! { <p class="notice" role="status">{message}</p> })
+    }
+}
+
+/// `/password/forgot`: an address; a reset link is mailed if it has an account.
+#[component]
+pub fn ForgotPasswordPage() -> impl IntoView {
+    let t = use_lang().texts();
+    view! {
+        <Title text=format!("{} — Zenbu", t.forgot_title) />
+        <main class="account-form">
+            <h1>{t.forgot_title}</h1>
+            <p>{t.forgot_intro}</p>
+            <FormErrorNotice />
+            {with_viewer(move |viewer| view! {
+                <form method="post" action="/password/forgot">
+                    <input type="hidden" name="csrf" value=viewer.csrf />
+                    <label for="email">{t.email}</label>
+                    <input id="email" name="email" type="email" autocomplete="email" required />
+                    <button type="submit">{t.forgot_button}</button>
+                </form>
+            })}
+            <p><a href="/login">{t.nav_log_in}</a></p>
+        </main>
+    }
+}
+
+/// `/password/sent`: the same answer whether or not the address has an account.
+#[component]
+pub fn ForgotSentPage() -> impl IntoView {
+    let t = use_lang().texts();
+    view! {
+        <Title text=format!("{} — Zenbu", t.check_mail_title) />
+        <main class="account-form">
+            <h1>{t.check_mail_title}</h1>
+            <p>{t.reset_sent_text}</p>
+            <p><a href="/">{t.back_to_search}</a></p>
+        </main>
+    }
+}
+
+/// `/password/reset?token=…`: the emailed reset link lands here; the form (a POST) sets the new
+/// password, so a mail scanner that follows links changes nothing.
+#[component]
+pub fn ResetPasswordPage() -> impl IntoView {
+    let t = use_lang().texts();
+    let query = use_query_map();
+    let token = move || query.read().get("token").unwrap_or_default();
+    view! {
+        <Title text=format!("{} — Zenbu", t.reset_title) />
+        <main class="account-form">
+            <h1>{t.reset_title}</h1>
+            <FormErrorNotice />
+            {move || {
+                let token = token();
+                with_viewer(move |viewer| {
+                    let token = token.clone();
+                    view! {
+                        <form method="post" action="/password/reset">
+                            <input type="hidden" name="csrf" value=viewer.csrf />
+                            <input type="hidden" name="token" value=token />
+                            <label for="password">{t.new_password}</label>
+                            <input id="password" name="password" type="password"
+                                autocomplete="new-password" minlength="8" maxlength="128" required
+                                aria-describedby="password-rules" />
+                            <p id="password-rules" class="hint">{t.password_rules}</p>
+                            <button type="submit">{t.reset_button}</button>
+                        </form>
+                    }
+                })
+            }}
         </main>
     }
 }

@@ -5,29 +5,44 @@
 //! whether an address has an account: a sign-up for a new address mails a link that creates the
 //! account; one for a registered address mails "you already have an account"; the page says the
 //! same in both cases. Log-in failures say "email or password is wrong" whether or not the
-//! address exists, and an unknown address still costs one password verification.
+//! address exists, and an unknown address still costs one password verification. A password
+//! reset answers the same whether or not the address has an account, too.
+//!
+//! One mailbox is one account: `ana+2@…` finds `ana@…`'s account ([`email::mailbox`]).
+//! Each signed-in session has a row in `user_sessions` (its network, when it started and was
+//! last seen); deleting the row signs the session out, which is how a password reset ends every
+//! other session.
 
 pub mod csrf;
 pub mod email;
-pub mod mail;
+pub mod letters;
 pub mod network;
 pub mod password;
 pub mod throttle;
 pub mod visitor;
 
+use app::i18n::Lang;
 use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 use tower_sessions::Session;
 
-use crate::quota::{Payer, Plan};
+use crate::{
+    mail,
+    quota::{Payer, Plan},
+};
 use throttle::Attempt;
 
 /// Name of the session cookie.
 pub const SESSION_COOKIE: &str = "zenbu_session";
-/// The session key that holds the signed-in user's id.
-const SESSION_USER: &str = "user_id";
+/// The session key that holds the signed-in session's key (its `user_sessions` row is found by
+/// the key's SHA-256).
+const SESSION_KEY: &str = "session_key";
+/// A session not used for this many days ends (tower-sessions' expiry on inactivity).
+pub const SESSION_DAYS: i64 = 30;
 /// How long a sign-up link works.
 const SIGN_UP_LINK_HOURS: i32 = 24;
+/// How long a password reset link works.
+const RESET_LINK_MINUTES: i32 = 60;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AccountError {
@@ -95,40 +110,38 @@ fn token_hash(token: &str) -> String {
 /// notice for a registered one) and the caller shows the same "check your mail" page either
 /// way. The password is chosen on the page the link opens, so whoever asked for the sign-up
 /// cannot know the password of an account created for someone else's address. `public_url` is
-/// where links in mail point.
+/// where links in mail point; `lang` the language the mail is written in.
 pub async fn request_sign_up(
     pool: &PgPool,
     raw_email: &str,
     network: &str,
     public_url: &str,
+    lang: Lang,
 ) -> Result<Result<(), FormError>, AccountError> {
     let email = match email::normalise(raw_email) {
         Ok(email) => email,
         Err(error) => return Ok(Err(error.into())),
     };
+    let mailbox = email::mailbox(pool, &email).await?;
     let limits = Attempt::SignUp.limits();
-    if throttle::admit(pool, Attempt::SignUp, &limits, &email, network)
+    if throttle::admit(pool, Attempt::SignUp, &limits, &mailbox, network)
         .await?
         .is_none()
     {
         return Ok(Err(FormError::Throttled(limits.window_minutes)));
     }
     let mut tx = pool.begin().await?;
+    // Another spelling of the same mailbox (`ana+2@…`) counts as registered.
     let registered: bool =
-        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM users WHERE email = $1)")
-            .bind(&email)
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM users WHERE mailbox = $1)")
+            .bind(&mailbox)
             .fetch_one(&mut *tx)
             .await?;
     if registered {
-        mail::send(
+        mail::queue(
             &mut *tx,
             &email,
-            "Zenbu: you already have an account",
-            &format!(
-                "Someone (maybe you) asked to create a Zenbu account for this address, which \
-                 already has one. Log in at {public_url}/login\n\nIf it was not you, you can \
-                 ignore this message."
-            ),
+            &letters::already_registered(lang, public_url),
         )
         .await?;
     } else {
@@ -142,16 +155,11 @@ pub async fn request_sign_up(
         .bind(SIGN_UP_LINK_HOURS)
         .execute(&mut *tx)
         .await?;
-        mail::send(
+        let link = format!("{public_url}/register/confirm?token={token}");
+        mail::queue(
             &mut *tx,
             &email,
-            "Zenbu: finish creating your account",
-            &format!(
-                "Open this link to choose your password and finish creating your Zenbu account \
-                 (it works for {SIGN_UP_LINK_HOURS} hours):\n\
-                 {public_url}/register/confirm?token={token}\n\n\
-                 If you did not ask for an account, you can ignore this message."
-            ),
+            &letters::sign_up_link(lang, link, SIGN_UP_LINK_HOURS),
         )
         .await?;
     }
@@ -217,8 +225,16 @@ pub async fn confirm_sign_up(
     let Some(email) = email else {
         return Ok(Confirmation::Invalid);
     };
+    // One account per mailbox: two links for `ana@…` and `ana+2@…` confirmed at once create
+    // one account (the lock orders them; the second sees the first's row).
+    let mailbox = email::mailbox(&mut *tx, &email).await?;
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+        .bind(format!("mailbox:{mailbox}"))
+        .execute(&mut *tx)
+        .await?;
     let user: Option<User> = sqlx::query_as(
-        "INSERT INTO users (email, password_hash) VALUES ($1, $2)
+        "INSERT INTO users (email, password_hash)
+         SELECT $1, $2 WHERE NOT EXISTS (SELECT 1 FROM users WHERE mailbox = mailbox_of($1))
          ON CONFLICT (email) DO NOTHING RETURNING id, email, plan",
     )
     .bind(&email)
@@ -247,8 +263,10 @@ pub async fn log_in(
 ) -> Result<Result<User, FormError>, AccountError> {
     // A malformed address cannot have an account; it is answered like any wrong pair.
     let email = email::normalise(raw_email).unwrap_or_else(|_| raw_email.trim().to_lowercase());
+    // Throttled by mailbox: guesses at `ana+1@…`, `ana+2@…` all count against `ana@…`.
+    let mailbox = email::mailbox(pool, &email).await?;
     let limits = Attempt::LogIn.limits();
-    let Some(attempt) = throttle::admit(pool, Attempt::LogIn, &limits, &email, network).await?
+    let Some(attempt) = throttle::admit(pool, Attempt::LogIn, &limits, &mailbox, network).await?
     else {
         return Ok(Err(FormError::Throttled(limits.window_minutes)));
     };
@@ -265,7 +283,7 @@ pub async fn log_in(
     .await;
     match stored {
         Some(StoredCredentials { id, .. }) if matches && bounded => {
-            throttle::forgive(pool, attempt, &email, network).await?;
+            throttle::forgive(pool, attempt, &mailbox, network).await?;
             Ok(Ok(user_by_id(pool, id).await?.ok_or_else(|| {
                 AccountError::Internal(anyhow::anyhow!("user {id} vanished while logging in"))
             })?))
@@ -283,25 +301,62 @@ pub async fn user_by_id(pool: &PgPool, id: i64) -> Result<Option<User>, sqlx::Er
 }
 
 /// Starts a signed-in session: a new session id (so an id planted before log-in is worthless)
-/// holding the user's id.
-pub async fn start_session(session: &Session, user: &User) -> Result<(), AccountError> {
+/// holding a new random key, whose `user_sessions` row ties it to the user.
+pub async fn start_session(
+    pool: &PgPool,
+    session: &Session,
+    user: &User,
+    network: &str,
+) -> Result<(), AccountError> {
+    let key = new_token();
+    sqlx::query("INSERT INTO user_sessions (key, user_id, network) VALUES ($1, $2, $3)")
+        .bind(token_hash(&key))
+        .bind(user.id)
+        .bind(network)
+        .execute(pool)
+        .await?;
     session.cycle_id().await?;
-    session.insert(SESSION_USER, user.id).await?;
+    session.insert(SESSION_KEY, key).await?;
     Ok(())
 }
 
-/// Ends the session: its row is deleted and the cookie cleared; the next request starts afresh.
-pub async fn end_session(session: &Session) -> Result<(), AccountError> {
+/// Ends the session: its rows are deleted and the cookie cleared; the next request starts afresh.
+pub async fn end_session(pool: &PgPool, session: &Session) -> Result<(), AccountError> {
+    if let Some(key) = session.get::<String>(SESSION_KEY).await? {
+        sqlx::query("DELETE FROM user_sessions WHERE key = $1")
+            .bind(token_hash(&key))
+            .execute(pool)
+            .await?;
+    }
     session.flush().await?;
     Ok(())
 }
 
-/// The signed-in user of a session, if any (a deleted user counts as signed out).
+/// The signed-in user of a session, if any: a session whose `user_sessions` row is gone (ended
+/// elsewhere, a password reset, a deleted user) counts as signed out. Marks the session seen (at
+/// most every five minutes: one write per session, not per request).
 pub async fn session_user(pool: &PgPool, session: &Session) -> Result<Option<User>, AccountError> {
-    let Some(id) = session.get::<i64>(SESSION_USER).await? else {
+    let Some(key) = session.get::<String>(SESSION_KEY).await? else {
         return Ok(None);
     };
-    Ok(user_by_id(pool, id).await?)
+    let key = token_hash(&key);
+    let user: Option<User> = sqlx::query_as(
+        "SELECT u.id, u.email, u.plan FROM user_sessions s JOIN users u ON u.id = s.user_id
+          WHERE s.key = $1",
+    )
+    .bind(&key)
+    .fetch_optional(pool)
+    .await?;
+    if user.is_some() {
+        sqlx::query(
+            "UPDATE user_sessions SET last_seen = now()
+              WHERE key = $1 AND last_seen < now() - interval '5 minutes'",
+        )
+        .bind(&key)
+        .execute(pool)
+        .await?;
+    }
+    Ok(user)
 }
 
 /// Who a request's searches are charged to: the signed-in user, else the anonymous visitor and
@@ -332,15 +387,152 @@ pub async fn payer(
     Ok((payer, None))
 }
 
-/// Deletes expired sessions and sign-up links, and old throttling rows.
+/// Handles a "forgot my password" form: if the address's mailbox has an account, a single-use
+/// link (an hour) is mailed to the account's address. The caller shows the same "check your
+/// mail" page whether or not there is an account; throttled per mailbox and per network like a
+/// sign-up, because each request may send a mail.
+pub async fn request_password_reset(
+    pool: &PgPool,
+    raw_email: &str,
+    network: &str,
+    public_url: &str,
+    lang: Lang,
+) -> Result<Result<(), FormError>, AccountError> {
+    let email = match email::normalise(raw_email) {
+        Ok(email) => email,
+        Err(error) => return Ok(Err(error.into())),
+    };
+    let mailbox = email::mailbox(pool, &email).await?;
+    let limits = Attempt::Reset.limits();
+    if throttle::admit(pool, Attempt::Reset, &limits, &mailbox, network)
+        .await?
+        .is_none()
+    {
+        return Ok(Err(FormError::Throttled(limits.window_minutes)));
+    }
+    let account: Option<(i64, String)> =
+        sqlx::query_as("SELECT id, email FROM users WHERE mailbox = $1 ORDER BY id LIMIT 1")
+            .bind(&mailbox)
+            .fetch_optional(pool)
+            .await?;
+    let Some((user_id, address)) = account else {
+        return Ok(Ok(()));
+    };
+    let token = new_token();
+    let mut tx = pool.begin().await?;
+    sqlx::query(
+        "INSERT INTO password_resets (token_hash, user_id, expires_at)
+         VALUES ($1, $2, now() + make_interval(mins => $3))",
+    )
+    .bind(token_hash(&token))
+    .bind(user_id)
+    .bind(RESET_LINK_MINUTES)
+    .execute(&mut *tx)
+    .await?;
+    let link = format!("{public_url}/password/reset?token={token}");
+    mail::queue(&mut *tx, &address, &letters::password_reset(lang, link)).await?;
+    tx.commit().await?;
+    Ok(Ok(()))
+}
+
+/// What following a password reset link did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reset {
+    /// The password is changed and every session of the account has ended.
+    Done(User),
+    /// The new password breaks the length rules; the link still works.
+    BadPassword(password::PasswordError),
+    /// Unknown, used or expired link.
+    Invalid,
+    /// Too many tries from this network; try again in this many minutes.
+    Throttled(i64),
+}
+
+/// Sets the password a reset link was sent for. The link works once (every other link of the
+/// account goes with it), and every session of the account ends: whoever knew the old password
+/// is signed out. Throttled per network like a sign-up link, and checked before the password is
+/// hashed.
+pub async fn reset_password(
+    pool: &PgPool,
+    token: &str,
+    new_password: &str,
+    network: &str,
+    public_url: &str,
+    lang: Lang,
+) -> Result<Reset, AccountError> {
+    let limits = Attempt::ResetConfirm.limits();
+    let token_hash = token_hash(token.trim());
+    if throttle::admit(pool, Attempt::ResetConfirm, &limits, &token_hash, network)
+        .await?
+        .is_none()
+    {
+        return Ok(Reset::Throttled(limits.window_minutes));
+    }
+    if let Err(error) = password::check(new_password) {
+        return Ok(Reset::BadPassword(error));
+    }
+    let live: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM password_resets WHERE token_hash = $1 AND expires_at > now())",
+    )
+    .bind(&token_hash)
+    .fetch_one(pool)
+    .await?;
+    if !live {
+        return Ok(Reset::Invalid);
+    }
+    let password_hash = password::hash(new_password).await?;
+    let mut tx = pool.begin().await?;
+    let user_id: Option<i64> = sqlx::query_scalar(
+        "DELETE FROM password_resets WHERE token_hash = $1 AND expires_at > now()
+         RETURNING user_id",
+    )
+    .bind(&token_hash)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(user_id) = user_id else {
+        return Ok(Reset::Invalid);
+    };
+    let user: User = sqlx::query_as(
+        "UPDATE users SET password_hash = $2 WHERE id = $1 RETURNING id, email, plan",
+    )
+    .bind(user_id)
+    .bind(&password_hash)
+    .fetch_one(&mut *tx)
+    .await?;
+    sqlx::query("DELETE FROM password_resets WHERE user_id = $1")
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query("DELETE FROM user_sessions WHERE user_id = $1")
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await?;
+    mail::queue(
+        &mut *tx,
+        &user.email,
+        &letters::password_changed(lang, public_url),
+    )
+    .await?;
+    tx.commit().await?;
+    tracing::info!(user = user.id, "password reset; every session ended");
+    Ok(Reset::Done(user))
+}
+
+/// Deletes expired sessions, sign-up and reset links, and old throttling rows.
 pub async fn sweep(pool: &PgPool) -> Result<u64, sqlx::Error> {
-    let sessions = sqlx::query("DELETE FROM tower_sessions.session WHERE expiry_date < now()")
-        .execute(pool)
-        .await?
-        .rows_affected();
-    let links = sqlx::query("DELETE FROM pending_signups WHERE expires_at < now()")
-        .execute(pool)
-        .await?
-        .rows_affected();
-    Ok(sessions + links + throttle::sweep(pool).await?)
+    let mut rows = sqlx::query(
+        "DELETE FROM user_sessions WHERE last_seen < now() - make_interval(days => $1)",
+    )
+    .bind(SESSION_DAYS as i32)
+    .execute(pool)
+    .await?
+    .rows_affected();
+    for statement in [
+        "DELETE FROM tower_sessions.session WHERE expiry_date < now()",
+        "DELETE FROM pending_signups WHERE expires_at < now()",
+        "DELETE FROM password_resets WHERE expires_at < now()",
+    ] {
+        rows += sqlx::query(statement).execute(pool).await?.rows_affected();
+    }
+    Ok(rows + throttle::sweep(pool).await?)
 }

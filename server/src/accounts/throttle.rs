@@ -1,5 +1,5 @@
-//! Throttling of log-in attempts, sign-up requests and sign-up confirmations, per address (for a
-//! confirmation: per link) and per client network. The
+//! Throttling of log-in attempts, sign-up and password reset requests, and the links they mail,
+//! per mailbox (for a link: per link) and per client network. The
 //! counts live in PostgreSQL (`auth_attempts`), not in memory, so every app server behind a load
 //! balancer sees the same counts and a restart forgets nothing. Addresses are counted whether or
 //! not an account exists, so being throttled says nothing about an address.
@@ -18,6 +18,10 @@ pub enum Attempt {
     SignUp,
     /// A sign-up link confirmed with a password (keyed by the link, not an address).
     Confirm,
+    /// A password reset request (each one may send a mail).
+    Reset,
+    /// A reset link followed with a new password (keyed by the link).
+    ResetConfirm,
 }
 
 /// How many attempts of a kind are allowed in a window.
@@ -38,6 +42,8 @@ impl Attempt {
             Attempt::LogIn => "login",
             Attempt::SignUp => "signup",
             Attempt::Confirm => "confirm",
+            Attempt::Reset => "reset",
+            Attempt::ResetConfirm => "reset-confirm",
         }
     }
 
@@ -51,7 +57,7 @@ impl Attempt {
                 window_minutes: 15,
             },
             // Each sign-up sends a mail: bound the mail one address can be sent.
-            Attempt::SignUp => Limits {
+            Attempt::SignUp | Attempt::Reset => Limits {
                 per_address_and_network: 3,
                 per_address: 3,
                 per_network: 10,
@@ -59,7 +65,7 @@ impl Attempt {
             },
             // A real link is confirmed once or twice (a too-short password first); made-up links
             // come in floods from one network.
-            Attempt::Confirm => Limits {
+            Attempt::Confirm | Attempt::ResetConfirm => Limits {
                 per_address_and_network: 10,
                 per_address: 20,
                 per_network: 20,

@@ -1,21 +1,26 @@
-//! The account forms' handlers: sign up, follow the emailed link, log in, log out, and the
-//! local mailbox. Each answers with a 303 redirect (Post/Redirect/Get): to the next page on
+//! The account forms' handlers: sign up, follow the emailed link, log in, log out, forgotten
+//! passwords, and the local mailbox. Each answers with a 303 redirect (Post/Redirect/Get): to the next page on
 //! success, back to the form with `?error=<code>` (see `app::account::form_error_message`)
 //! otherwise. Every form carries the visitor's CSRF token; a missing or wrong one changes
 //! nothing.
 
+use app::i18n::Lang;
 use axum::{
     Extension, Form, Json,
     extract::{Query, State},
+    http::HeaderMap,
     response::Redirect,
 };
 use serde::Deserialize;
 use tower_sessions::Session;
 
 use super::{ApiError, AppState};
-use crate::accounts::{
-    self, Confirmation, FormError, csrf, email::EmailError, mail, network::ClientNetwork,
-    password::PasswordError, visitor::Visitor,
+use crate::{
+    accounts::{
+        self, Confirmation, FormError, Reset, csrf, email::EmailError, network::ClientNetwork,
+        password::PasswordError, visitor::Visitor,
+    },
+    mail,
 };
 
 /// The `?error=` code a refused form is sent back with.
@@ -58,13 +63,20 @@ pub async fn sign_up(
     State(state): State<AppState>,
     Extension(visitor): Extension<Visitor>,
     Extension(network): Extension<ClientNetwork>,
+    headers: HeaderMap,
     Form(form): Form<SignUpForm>,
 ) -> Result<Redirect, ApiError> {
     if !token_ok(&state, &visitor, &form.csrf) {
         return Ok(back_to("/register", "form"));
     }
-    match accounts::request_sign_up(&state.pool, &form.email, &network.0, &state.site.public_url)
-        .await?
+    match accounts::request_sign_up(
+        &state.pool,
+        &form.email,
+        &network.0,
+        &state.site.public_url,
+        Lang::of_request(&headers),
+    )
+    .await?
     {
         Ok(()) => Ok(Redirect::to("/register/sent")),
         Err(error) => Ok(back_to("/register", code(error))),
@@ -100,7 +112,7 @@ pub async fn confirm(
     }
     match accounts::confirm_sign_up(&state.pool, &form.token, &form.password, &network.0).await? {
         Confirmation::Created(user) => {
-            accounts::start_session(&session, &user).await?;
+            accounts::start_session(&state.pool, &session, &user, &network.0).await?;
             tracing::info!(user = user.id, "account created");
             Ok(Redirect::to("/account"))
         }
@@ -133,7 +145,7 @@ pub async fn log_in(
     }
     match accounts::log_in(&state.pool, &form.email, &form.password, &network.0).await? {
         Ok(user) => {
-            accounts::start_session(&session, &user).await?;
+            accounts::start_session(&state.pool, &session, &user, &network.0).await?;
             Ok(Redirect::to(local_path(&form.next, "/account")))
         }
         Err(error) => Ok(back_to("/login", code(error))),
@@ -155,8 +167,72 @@ pub async fn log_out(
     if !token_ok(&state, &visitor, &form.csrf) {
         return Ok(back_to("/account", "form"));
     }
-    accounts::end_session(&session).await?;
+    accounts::end_session(&state.pool, &session).await?;
     Ok(Redirect::to("/"))
+}
+
+/// `POST /password/forgot`: mails a reset link when the address has an account; the same "check
+/// your mail" page either way.
+pub async fn forgot_password(
+    State(state): State<AppState>,
+    Extension(visitor): Extension<Visitor>,
+    Extension(network): Extension<ClientNetwork>,
+    headers: HeaderMap,
+    Form(form): Form<SignUpForm>,
+) -> Result<Redirect, ApiError> {
+    if !token_ok(&state, &visitor, &form.csrf) {
+        return Ok(back_to("/password/forgot", "form"));
+    }
+    match accounts::request_password_reset(
+        &state.pool,
+        &form.email,
+        &network.0,
+        &state.site.public_url,
+        Lang::of_request(&headers),
+    )
+    .await?
+    {
+        Ok(()) => Ok(Redirect::to("/password/sent")),
+        Err(error) => Ok(back_to("/password/forgot", code(error))),
+    }
+}
+
+/// `POST /password/reset`: sets the new password a reset link was sent for, ends every session
+/// of the account, and sends the visitor to log in with it.
+pub async fn reset_password(
+    State(state): State<AppState>,
+    Extension(visitor): Extension<Visitor>,
+    Extension(network): Extension<ClientNetwork>,
+    headers: HeaderMap,
+    Form(form): Form<ConfirmForm>,
+) -> Result<Redirect, ApiError> {
+    let again = |code: &str| {
+        Redirect::to(&format!(
+            "/password/reset?token={}&error={code}",
+            form.token
+                .chars()
+                .filter(char::is_ascii_hexdigit)
+                .collect::<String>()
+        ))
+    };
+    if !token_ok(&state, &visitor, &form.csrf) {
+        return Ok(again("form"));
+    }
+    match accounts::reset_password(
+        &state.pool,
+        &form.token,
+        &form.password,
+        &network.0,
+        &state.site.public_url,
+        Lang::of_request(&headers),
+    )
+    .await?
+    {
+        Reset::Done(_) => Ok(Redirect::to("/login?notice=password-reset")),
+        Reset::BadPassword(error) => Ok(again(code(FormError::Password(error)))),
+        Reset::Invalid => Ok(back_to("/password/forgot", "reset-link")),
+        Reset::Throttled(minutes) => Ok(again(code(FormError::Throttled(minutes)))),
+    }
 }
 
 #[derive(Deserialize)]

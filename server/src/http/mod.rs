@@ -188,7 +188,7 @@ fn session_layer(
     .with_http_only(true)
     .with_same_site(tower_sessions::cookie::SameSite::Lax)
     .with_expiry(tower_sessions::Expiry::OnInactivity(
-        tower_sessions::cookie::time::Duration::days(30),
+        tower_sessions::cookie::time::Duration::days(crate::accounts::SESSION_DAYS),
     ))
 }
 
@@ -203,6 +203,8 @@ fn plain_routes(dev_mailbox: bool) -> Router<AppState> {
         .route("/register/confirm", post(auth::confirm))
         .route("/login", post(auth::log_in))
         .route("/logout", post(auth::log_out))
+        .route("/password/forgot", post(auth::forgot_password))
+        .route("/password/reset", post(auth::reset_password))
         .route("/premium/checkout", post(billing::checkout))
         .route("/billing/portal", post(billing::portal))
         .route(

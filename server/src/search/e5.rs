@@ -47,14 +47,14 @@ pub fn ensure_files(cache_dir: &Path) -> Result<(PathBuf, PathBuf)> {
 /// multilingual-e5-small with its top four layers fine-tuned for this catalog
 /// (`scripts/train`: pseudo-queries from the catalog, contrastive loss with hard negatives;
 /// recipe and numbers in docs/measurements.md). Same architecture and cost as the base.
-pub const TRAINED_MODEL_NAME: &str = "e5-small-zenbu-1";
+pub const TRAINED_MODEL_NAME: &str = "e5-small-zenbu-2";
 /// The trained layers over the base weights (`e5::overlay`), built by `scripts/train`. Small
 /// enough to ship inside the binary, so it is installed wherever the server is.
-const TRAINED_OVERLAY: &[u8] = include_bytes!("../../models/e5-small-zenbu-1.safetensors");
+const TRAINED_OVERLAY: &[u8] = include_bytes!("../../models/e5-small-zenbu-2.safetensors");
 /// The overlay's SHA-256: a retrained file is a new model version (a new name, new vectors),
 /// never a silent replacement under the old name.
 pub const TRAINED_OVERLAY_SHA256: &str =
-    "64bca790db16794bef739486d32334f2ae38b5bc2412fa7712eb795e027d2b6e";
+    "121b01049c1caeea95d845df6988a615491cd6fa2e1c3659214f7e516f367acc";
 
 /// The trained layers, checked against their pinned SHA-256.
 pub fn trained_overlay() -> Result<Overlay> {

@@ -7,7 +7,7 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use crate::common::{Browser, TestApp, location};
-use server::accounts::{SESSION_COOKIE, mail};
+use server::{accounts::SESSION_COOKIE, mail};
 use sqlx::PgPool;
 
 const PASSWORD: &str = "correct horse battery";
@@ -703,5 +703,299 @@ async fn the_dev_mailbox_is_served_only_when_turned_on(pool: PgPool) {
             .unwrap()
             .contains("/register/confirm?token="),
         "{mails}"
+    );
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn display_names_and_header_injections_are_refused_in_both_languages(pool: PgPool) {
+    let app = common::spawn_app(pool.clone()).await;
+    let browser = Browser::new(&app);
+    let csrf = browser.csrf().await;
+    for address in [
+        "A <victim@example.com>",
+        "x\r\nBcc: evil <victim@example.com>",
+        "victim@example.com\r\nBcc: other@example.com",
+        "\"victim\"@example.com",
+    ] {
+        for form in ["/register", "/password/forgot"] {
+            let response = browser
+                .post(form, &[("email", address), ("csrf", &csrf)])
+                .await;
+            assert_eq!(
+                location(&response),
+                format!("{form}?error=email"),
+                "{address:?}"
+            );
+        }
+    }
+    let rows: i64 = sqlx::query_scalar(
+        "SELECT (SELECT count(*) FROM mail_outbox) + (SELECT count(*) FROM pending_signups)",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(rows, 0, "nothing stored, nothing mailed");
+    // The refusal says why, in the page's language.
+    let english = browser.page("/register?error=email").await;
+    assert!(
+        english.contains("Enter an email address like name@example.com"),
+        "{english}"
+    );
+    browser.set_cookie("zenbu_lang", "es");
+    let spanish = browser.page("/register?error=email").await;
+    assert!(
+        spanish.contains("Escribe una dirección de correo como nombre@ejemplo.com"),
+        "{spanish}"
+    );
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn one_mailbox_is_one_account_whatever_its_spelling(pool: PgPool) {
+    let app = common::spawn_app(pool.clone()).await;
+    common::insert_user(&pool, "ana@example.com", PASSWORD).await;
+    common::insert_user(&pool, "jo.smith@gmail.com", PASSWORD).await;
+    let browser = Browser::new(&app);
+    let csrf = browser.csrf().await;
+    // Another spelling of a registered mailbox gets the "you already have an account" mail.
+    for (spelling, shown) in [
+        ("ana+zenbu@example.com", "ana+zenbu@example.com"),
+        ("josmith+x@googlemail.com", "josmith+x@googlemail.com"),
+    ] {
+        let sent = browser
+            .post("/register", &[("email", spelling), ("csrf", &csrf)])
+            .await;
+        assert_eq!(location(&sent), "/register/sent");
+        let mails = mail::latest_for(&pool, shown, 1).await.unwrap();
+        assert_eq!(
+            mails[0].subject, "Zenbu: you already have an account",
+            "{spelling}"
+        );
+    }
+    let links: i64 = sqlx::query_scalar("SELECT count(*) FROM pending_signups")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(links, 0);
+
+    // The per-address sign-up throttle counts the mailbox: three tags, then refused.
+    let fresh = Browser::from_network(&app, "198.51.100.1");
+    let csrf = fresh.csrf().await;
+    for n in 1..=3 {
+        let email = format!("new+{n}@example.com");
+        let sent = fresh
+            .post("/register", &[("email", &email), ("csrf", &csrf)])
+            .await;
+        assert_eq!(location(&sent), "/register/sent", "{email}");
+    }
+    let refused = fresh
+        .post(
+            "/register",
+            &[("email", "new+4@example.com"), ("csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(location(&refused), "/register?error=throttled");
+
+    // Two pending links for one mailbox make one account: the second finds it taken.
+    let links: Vec<String> = {
+        let mut out = Vec::new();
+        for n in 1..=2 {
+            out.push(sign_up_link(&pool, &format!("new+{n}@example.com")).await);
+        }
+        out
+    };
+    let first = confirm(&fresh, links[0].split("token=").nth(1).unwrap(), PASSWORD).await;
+    assert_eq!(location(&first), "/account");
+    let second = confirm(
+        &Browser::new(&app),
+        links[1].split("token=").nth(1).unwrap(),
+        PASSWORD,
+    )
+    .await;
+    assert_eq!(location(&second), "/login?error=registered");
+    let accounts: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM users WHERE mailbox = 'new@example.com'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(accounts, 1);
+}
+
+/// The reset link in the newest mail to `email`.
+async fn reset_token(pool: &PgPool, email: &str) -> String {
+    let mails = mail::latest_for(pool, email, 1).await.unwrap();
+    let body = &mails.first().expect("a mail was queued").body;
+    let start = body.find("/password/reset?token=").expect("a reset link");
+    body[start..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .split("token=")
+        .nth(1)
+        .unwrap()
+        .to_string()
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_password_reset_works_once_and_signs_out_every_session(pool: PgPool) {
+    let app = common::spawn_app(pool.clone()).await;
+    common::insert_user(&pool, "eva@example.com", PASSWORD).await;
+    // Eva is signed in on two devices.
+    let (laptop, phone) = (Browser::new(&app), Browser::new(&app));
+    for device in [&laptop, &phone] {
+        assert_eq!(
+            log_in(device, "eva@example.com", PASSWORD).await,
+            "/account"
+        );
+    }
+    let sessions: i64 = sqlx::query_scalar("SELECT count(*) FROM user_sessions")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(sessions, 2);
+
+    // Forgotten: the same answer for her address and for one with no account; only hers is mailed.
+    let someone = Browser::new(&app);
+    let csrf = someone.csrf().await;
+    for address in ["EVA@example.com", "nobody@example.com"] {
+        let sent = someone
+            .post("/password/forgot", &[("email", address), ("csrf", &csrf)])
+            .await;
+        assert_eq!(location(&sent), "/password/sent");
+    }
+    assert!(
+        mail::latest_for(&pool, "nobody@example.com", 1)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let token = reset_token(&pool, "eva@example.com").await;
+    assert_eq!(token.len(), 64, "256 bits");
+    let stored: String = sqlx::query_scalar("SELECT token_hash FROM password_resets")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_ne!(stored, token, "stored hashed");
+    let page = someone
+        .page(&format!("/password/reset?token={token}"))
+        .await;
+    assert!(page.contains("Choose a new password"), "{page}");
+
+    // A short password is refused and the link still works; then the new one is set.
+    let reset = |password: &'static str| {
+        let (someone, token) = (&someone, token.clone());
+        async move {
+            let csrf = someone.csrf().await;
+            location(
+                &someone
+                    .post(
+                        "/password/reset",
+                        &[("token", &token), ("password", password), ("csrf", &csrf)],
+                    )
+                    .await,
+            )
+        }
+    };
+    assert_eq!(
+        reset("short").await,
+        format!("/password/reset?token={token}&error=password-short")
+    );
+    assert_eq!(
+        reset("a brand new password").await,
+        "/login?notice=password-reset"
+    );
+    assert!(
+        someone
+            .page("/login?notice=password-reset")
+            .await
+            .contains("Your password is changed")
+    );
+    // Used once only.
+    assert_eq!(
+        reset("another new password").await,
+        "/password/forgot?error=reset-link"
+    );
+
+    // Both devices are signed out, the old password is dead, the new one works.
+    for device in [&laptop, &phone] {
+        assert!(
+            device
+                .page("/account")
+                .await
+                .contains("You are not logged in")
+        );
+    }
+    assert_eq!(
+        log_in(&laptop, "eva@example.com", PASSWORD).await,
+        "/login?error=wrong"
+    );
+    assert_eq!(
+        log_in(&laptop, "eva@example.com", "a brand new password").await,
+        "/account"
+    );
+    let notice = mail::latest_for(&pool, "eva@example.com", 1).await.unwrap();
+    assert_eq!(notice[0].subject, "Zenbu: your password was changed");
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn made_up_and_expired_reset_links_change_nothing(pool: PgPool) {
+    let app = common::spawn_app_with(pool.clone(), |config| config.behind_proxy = true).await;
+    common::insert_user(&pool, "eva@example.com", PASSWORD).await;
+    let guesser = Browser::from_network(&app, "203.0.113.9");
+    let csrf = guesser.csrf().await;
+    let mut codes = Vec::new();
+    for n in 0..25 {
+        let token = format!("{n:064x}");
+        let response = guesser
+            .post(
+                "/password/reset",
+                &[
+                    ("token", &token),
+                    ("password", "guessed password"),
+                    ("csrf", &csrf),
+                ],
+            )
+            .await;
+        codes.push(location(&response));
+    }
+    assert!(
+        codes[..20]
+            .iter()
+            .all(|c| c == "/password/forgot?error=reset-link"),
+        "{codes:?}"
+    );
+    assert!(
+        codes[20..].iter().all(|c| c.ends_with("error=throttled")),
+        "{codes:?}"
+    );
+
+    // A real link past its hour is dead too.
+    let sent = guesser
+        .post(
+            "/password/forgot",
+            &[("email", "eva@example.com"), ("csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(location(&sent), "/password/sent");
+    let token = reset_token(&pool, "eva@example.com").await;
+    sqlx::query("UPDATE password_resets SET expires_at = now() - interval '1 second'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let owner = Browser::from_network(&app, "198.51.100.2");
+    let csrf = owner.csrf().await;
+    let late = owner
+        .post(
+            "/password/reset",
+            &[
+                ("token", &token),
+                ("password", "a brand new password"),
+                ("csrf", &csrf),
+            ],
+        )
+        .await;
+    assert_eq!(location(&late), "/password/forgot?error=reset-link");
+    assert_eq!(
+        log_in(&owner, "eva@example.com", PASSWORD).await,
+        "/account"
     );
 }

@@ -188,6 +188,8 @@ fn test_config(folder: &std::path::Path) -> Config {
     config.cookie_key = None;
     config.behind_proxy = false;
     config.dev_mailbox = false;
+    config.smtp_url = None;
+    config.mail_from = None;
     config.metrics_token = None;
     config.stripe_secret_key = None;
     config.stripe_price_id = None;

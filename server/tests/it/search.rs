@@ -1176,7 +1176,7 @@ async fn the_trained_model_searches_its_own_vectors_beside_the_base_models(pool:
         Arc::new(trained_model),
         2,
     ));
-    assert_eq!(trained.model(), "e5-small-zenbu-1");
+    assert_eq!(trained.model(), "e5-small-zenbu-2");
     // Documents are written for the model that ingests them (their hash names it), as
     // `server ingest` does with `--embedding-model`.
     catalog::ingest(
@@ -1205,7 +1205,7 @@ async fn the_trained_model_searches_its_own_vectors_beside_the_base_models(pool:
             .unwrap();
     assert_eq!(
         counts,
-        [("e5-small-zenbu-1".into(), 257), (MODEL.into(), 257)]
+        [("e5-small-zenbu-2".into(), 257), (MODEL.into(), 257)]
     );
     let engine = SearchEngine::new(pool.clone(), trained)
         .with_translator(Some(crate::common::translator()))
