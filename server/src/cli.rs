@@ -146,6 +146,14 @@ pub enum DbAction {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Back up the app's database to a file (pg_dump's custom format, compressed).
+    Dump {
+        /// Where the backup goes.
+        file: std::path::PathBuf,
+    },
+    /// Restore the app's database from a `db dump` file: its tables are replaced by the
+    /// backup's (a database that does not exist yet is created first).
+    Restore { file: std::path::PathBuf },
     /// Drop a database of the embedded server, e.g. the browser suite's before a run.
     Drop {
         /// The database's name (`zenbu_e2e`).
@@ -445,6 +453,41 @@ async fn db_command(config: &Config, action: DbAction) -> Result<()> {
                 .status()
                 .context("running psql")?;
             anyhow::ensure!(status.success(), "psql failed ({status})");
+        }
+        DbAction::Dump { file } => {
+            embedded.start()?;
+            let status = std::process::Command::new(embedded.bin_path("pg_dump"))
+                .args(["--format=custom", "--no-owner", "--file"])
+                .arg(&file)
+                .arg(embedded.url()?)
+                .status()
+                .context("running pg_dump")?;
+            anyhow::ensure!(status.success(), "pg_dump failed ({status})");
+            println!("backed up {} to {}", embedded.database(), file.display());
+        }
+        DbAction::Restore { file } => {
+            anyhow::ensure!(file.is_file(), "no backup at {}", file.display());
+            embedded.start()?;
+            // Creates the database when missing: a restore onto a new machine.
+            db::database_url(&Config {
+                database_url: None,
+                ..config.clone()
+            })
+            .await?;
+            let status = std::process::Command::new(embedded.bin_path("pg_restore"))
+                .args([
+                    "--clean",
+                    "--if-exists",
+                    "--no-owner",
+                    "--single-transaction",
+                    "--dbname",
+                ])
+                .arg(embedded.url()?)
+                .arg(&file)
+                .status()
+                .context("running pg_restore")?;
+            anyhow::ensure!(status.success(), "pg_restore failed ({status})");
+            println!("restored {} from {}", embedded.database(), file.display());
         }
         DbAction::Drop { name } => {
             anyhow::ensure!(

@@ -16,5 +16,6 @@ pub mod openai;
 pub mod pypi;
 pub mod quality;
 pub mod quota;
+pub mod retention;
 pub mod search;
 pub mod startup;

@@ -222,6 +222,11 @@ fn spawn_sweeper(pool: PgPool) {
                 Ok(rows) => tracing::info!(rows, "expired sessions, links and attempts deleted"),
                 Err(error) => tracing::warn!(%error, "account sweep failed"),
             }
+            match crate::retention::sweep(&pool).await {
+                Ok(0) => {}
+                Ok(rows) => tracing::info!(rows, "data past its retention deleted"),
+                Err(error) => tracing::warn!(%error, "retention sweep failed"),
+            }
         }
     });
 }

@@ -999,3 +999,79 @@ async fn made_up_and_expired_reset_links_change_nothing(pool: PgPool) {
         "/account"
     );
 }
+
+#[sqlx::test(migrations = "../migrations")]
+async fn data_past_its_retention_goes_and_networks_are_forgotten_after_a_day(pool: PgPool) {
+    let run = |sql: &'static str| {
+        let pool = pool.clone();
+        async move { sqlx::query(sql).execute(&pool).await.unwrap() }
+    };
+    // Old and recent rows of each kind.
+    run(
+        "INSERT INTO mail_outbox (recipient, subject, body, sent_at) VALUES
+           ('old@example.com', 's', 'b', now() - interval '31 days'),
+           ('new@example.com', 's', 'b', now() - interval '29 days')",
+    )
+    .await;
+    run("INSERT INTO mail_outbox (recipient, subject, body) VALUES ('queued@example.com', 's', 'b')")
+        .await;
+    run(
+        "INSERT INTO stripe_events (id, type, created, received_at) VALUES
+           ('evt_old', 'invoice.payment_failed', 1, now() - interval '91 days'),
+           ('evt_new', 'invoice.payment_failed', 2, now() - interval '89 days')",
+    )
+    .await;
+    run("INSERT INTO payment_failures (event_id, failed_at) VALUES
+           ('evt_old', now() - interval '91 days'), ('evt_new', now() - interval '89 days')")
+    .await;
+    run(
+        "INSERT INTO search_usage (subject, query_key, counted_at, network) VALUES
+           ('visitor:a', 'k', now() - interval '367 days', '203.0.113.1'),
+           ('visitor:b', 'k', now() - interval '2 days', '203.0.113.2'),
+           ('visitor:c', 'k', now() - interval '1 hour', '203.0.113.3')",
+    )
+    .await;
+    run(
+        "INSERT INTO anonymous_starts (subject, network, started_at) VALUES
+           ('visitor:a', '203.0.113.1', now() - interval '366 days'),
+           ('visitor:b', '203.0.113.2', now() - interval '2 days'),
+           ('visitor:c', '203.0.113.3', now() - interval '1 hour')",
+    )
+    .await;
+
+    assert!(server::retention::sweep(&pool).await.unwrap() > 0);
+
+    let strings = |sql: &'static str| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_scalar::<_, String>(sql)
+                .fetch_all(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(
+        strings("SELECT recipient FROM mail_outbox ORDER BY recipient").await,
+        ["new@example.com", "queued@example.com"],
+        "undelivered mail is never swept"
+    );
+    assert_eq!(strings("SELECT id FROM stripe_events").await, ["evt_new"]);
+    assert_eq!(
+        strings("SELECT event_id FROM payment_failures").await,
+        ["evt_new"]
+    );
+    assert_eq!(
+        strings(
+            "SELECT subject || ' ' || coalesce(network, '-') FROM search_usage ORDER BY subject"
+        )
+        .await,
+        ["visitor:b -", "visitor:c 203.0.113.3"]
+    );
+    assert_eq!(
+        strings(
+            "SELECT subject || ' ' || coalesce(network, '-') FROM anonymous_starts ORDER BY subject"
+        )
+        .await,
+        ["visitor:b -", "visitor:c 203.0.113.3"]
+    );
+}
