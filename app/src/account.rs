@@ -24,4 +24,16 @@ pub struct UserSummary {
     pub has_billing_account: bool,
     /// The day of a failed payment not yet followed by a successful one.
     pub payment_failed_on: Option<String>,
+    /// The account's signed-in sessions, newest first.
+    pub sessions: Vec<SessionSummary>,
+}
+
+/// One signed-in session, as the account page lists it (times in UTC).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionSummary {
+    pub created: String,
+    pub last_seen: String,
+    pub network: String,
+    /// The session the page is shown in.
+    pub current: bool,
 }

@@ -244,6 +244,59 @@ pub fn ResetPasswordPage() -> impl IntoView {
     }
 }
 
+/// The account's signed-in sessions, and a button that ends all but this one.
+#[component]
+fn Sessions(sessions: Vec<crate::account::SessionSummary>, csrf: String) -> impl IntoView {
+    let t = use_lang().texts();
+    let others = sessions.iter().any(|s| !s.current);
+    view! {
+        <section class="sessions" aria-labelledby="sessions-title">
+            <h2 id="sessions-title">{t.sessions_title}</h2>
+            <table>
+                <thead>
+                    <tr><th scope="col">{t.session_started}</th><th scope="col">{t.session_seen}</th><th scope="col">{t.session_network}</th></tr>
+                </thead>
+                <tbody>
+                    {sessions.into_iter().map(|s| view! {
+                        <tr class:current=s.current>
+                            <td>{s.created}</td>
+                            <td>{s.last_seen}{s.current.then(|| format!(" ({})", t.session_this))}</td>
+                            <td>{s.network}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+            {others.then(|| view! {
+                <form method="post" action="/account/sessions/end-others">
+                    <input type="hidden" name="csrf" value=csrf />
+                    <button type="submit" class="secondary">{t.end_other_sessions}</button>
+                </form>
+            })}
+        </section>
+    }
+}
+
+/// Change the password: the current one is asked again.
+#[component]
+fn ChangePassword(csrf: String) -> impl IntoView {
+    let t = use_lang().texts();
+    view! {
+        <section class="change-password" aria-labelledby="change-password-title">
+            <h2 id="change-password-title">{t.change_password_title}</h2>
+            <form method="post" action="/account/password">
+                <input type="hidden" name="csrf" value=csrf />
+                <label for="current-password">{t.current_password}</label>
+                <input id="current-password" name="current" type="password"
+                    autocomplete="current-password" required />
+                <label for="new-password">{t.new_password}</label>
+                <input id="new-password" name="password" type="password"
+                    autocomplete="new-password" minlength="8" maxlength="128" required />
+                <button type="submit">{t.change_password_button}</button>
+            </form>
+        </section>
+    }
+}
+
 /// `/account`: email, plan, searches used this period and when they reset, Premium, log out.
 #[component]
 pub fn AccountPage() -> impl IntoView {
@@ -253,6 +306,7 @@ pub fn AccountPage() -> impl IntoView {
         <Title text=format!("{} — Zenbu", t.account_title) />
         <main class="account">
             <h1>{t.account_title}</h1>
+            <FormNotice />
             <FormErrorNotice />
             {with_viewer(move |viewer| {
                 let quota = &viewer.quota;
@@ -284,6 +338,8 @@ pub fn AccountPage() -> impl IntoView {
                                 <input type="hidden" name="csrf" value=viewer.csrf.clone() />
                                 <button type="submit" class="secondary">{t.log_out}</button>
                             </form>
+                            <Sessions sessions=user.sessions.clone() csrf=viewer.csrf.clone() />
+                            <ChangePassword csrf=viewer.csrf.clone() />
                         }
                             .into_any()
                     }

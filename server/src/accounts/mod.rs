@@ -92,6 +92,9 @@ pub enum FormError {
     Password(#[from] password::PasswordError),
     #[error("email or password is wrong")]
     WrongCredentials,
+    /// The current password, asked again before a change, is wrong.
+    #[error("the current password is wrong")]
+    WrongPassword,
     #[error("too many attempts; try again in {0} minutes")]
     Throttled(i64),
 }
@@ -357,6 +360,121 @@ pub async fn session_user(pool: &PgPool, session: &Session) -> Result<Option<Use
         .await?;
     }
     Ok(user)
+}
+
+/// One signed-in session of a user, as the account page lists it.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct SessionRow {
+    /// `YYYY-MM-DD HH:MM` UTC.
+    pub created: String,
+    pub last_seen: String,
+    pub network: String,
+    /// The session the list is shown in.
+    pub current: bool,
+}
+
+/// The `user_sessions` key of the signed-in session, if any.
+async fn current_key(session: &Session) -> Result<Option<String>, AccountError> {
+    Ok(session
+        .get::<String>(SESSION_KEY)
+        .await?
+        .map(|key| token_hash(&key)))
+}
+
+/// The user's live sessions, newest first, `session` marked as the current one.
+pub async fn sessions(
+    pool: &PgPool,
+    user_id: i64,
+    session: &Session,
+) -> Result<Vec<SessionRow>, AccountError> {
+    let current = current_key(session).await?.unwrap_or_default();
+    Ok(sqlx::query_as(
+        "SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI') AS created,
+                to_char(last_seen AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI') AS last_seen,
+                network, key = $2 AS current
+           FROM user_sessions WHERE user_id = $1 ORDER BY created_at DESC, key",
+    )
+    .bind(user_id)
+    .bind(current)
+    .fetch_all(pool)
+    .await?)
+}
+
+/// Signs out every session of `user` but `session`; how many ended.
+pub async fn end_other_sessions(
+    pool: &PgPool,
+    user: &User,
+    session: &Session,
+) -> Result<u64, AccountError> {
+    let current = current_key(session).await?.unwrap_or_default();
+    Ok(
+        sqlx::query("DELETE FROM user_sessions WHERE user_id = $1 AND key <> $2")
+            .bind(user.id)
+            .bind(current)
+            .execute(pool)
+            .await?
+            .rows_affected(),
+    )
+}
+
+/// Changes a signed-in user's password: the current one is required (checked and throttled
+/// like a log-in, so a borrowed session cannot guess it), every other session ends, and the
+/// address is told.
+#[allow(clippy::too_many_arguments)] // the form's two fields, and who asks from where
+pub async fn change_password(
+    pool: &PgPool,
+    user: &User,
+    session: &Session,
+    current_password: &str,
+    new_password: &str,
+    network: &str,
+    public_url: &str,
+    lang: Lang,
+) -> Result<Result<(), FormError>, AccountError> {
+    let mailbox = email::mailbox(pool, &user.email).await?;
+    let limits = Attempt::LogIn.limits();
+    let Some(attempt) = throttle::admit(pool, Attempt::LogIn, &limits, &mailbox, network).await?
+    else {
+        return Ok(Err(FormError::Throttled(limits.window_minutes)));
+    };
+    let stored: String = sqlx::query_scalar("SELECT password_hash FROM users WHERE id = $1")
+        .bind(user.id)
+        .fetch_one(pool)
+        .await?;
+    let bounded = current_password.chars().count() <= password::MAX_CHARS;
+    if !(bounded && password::verify(current_password, Some(&stored)).await) {
+        return Ok(Err(FormError::WrongPassword));
+    }
+    throttle::forgive(pool, attempt, &mailbox, network).await?;
+    if let Err(error) = password::check(new_password) {
+        return Ok(Err(error.into()));
+    }
+    let hash = password::hash(new_password).await?;
+    let current = current_key(session).await?.unwrap_or_default();
+    let mut tx = pool.begin().await?;
+    sqlx::query("UPDATE users SET password_hash = $2 WHERE id = $1")
+        .bind(user.id)
+        .bind(&hash)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query("DELETE FROM user_sessions WHERE user_id = $1 AND key <> $2")
+        .bind(user.id)
+        .bind(&current)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query("DELETE FROM password_resets WHERE user_id = $1")
+        .bind(user.id)
+        .execute(&mut *tx)
+        .await?;
+    mail::queue(
+        &mut *tx,
+        &user.email,
+        &letters::password_changed(lang, public_url),
+    )
+    .await?;
+    tx.commit().await?;
+    tracing::info!(user = user.id, "password changed; other sessions ended");
+    Ok(Ok(()))
 }
 
 /// Who a request's searches are charged to: the signed-in user, else the anonymous visitor and

@@ -30,6 +30,7 @@ fn code(error: FormError) -> &'static str {
         FormError::Password(PasswordError::TooShort) => "password-short",
         FormError::Password(PasswordError::TooLong) => "password-long",
         FormError::WrongCredentials => "wrong",
+        FormError::WrongPassword => "wrong-password",
         FormError::Throttled(_) => "throttled",
     }
 }
@@ -233,6 +234,70 @@ pub async fn reset_password(
         Reset::Invalid => Ok(back_to("/password/forgot", "reset-link")),
         Reset::Throttled(minutes) => Ok(again(code(FormError::Throttled(minutes)))),
     }
+}
+
+#[derive(Deserialize)]
+pub struct ChangePasswordForm {
+    current: String,
+    password: String,
+    #[serde(default)]
+    csrf: String,
+}
+
+/// `POST /account/password`: a signed-in user changes their password; their other sessions end.
+pub async fn change_password(
+    State(state): State<AppState>,
+    Extension(visitor): Extension<Visitor>,
+    Extension(network): Extension<ClientNetwork>,
+    session: Session,
+    headers: HeaderMap,
+    Form(form): Form<ChangePasswordForm>,
+) -> Result<Redirect, ApiError> {
+    if !token_ok(&state, &visitor, &form.csrf) {
+        return Ok(back_to("/account", "form"));
+    }
+    let Some(user) = accounts::session_user(&state.pool, &session).await? else {
+        return Ok(Redirect::to("/login?next=/account"));
+    };
+    match accounts::change_password(
+        &state.pool,
+        &user,
+        &session,
+        &form.current,
+        &form.password,
+        &network.0,
+        &state.site.public_url,
+        Lang::of_request(&headers),
+    )
+    .await?
+    {
+        Ok(()) => Ok(Redirect::to("/account?notice=password-changed")),
+        Err(error) => Ok(back_to("/account", code(error))),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct CsrfOnlyForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+/// `POST /account/sessions/end-others`: signs out every other session of the signed-in user.
+pub async fn end_other_sessions(
+    State(state): State<AppState>,
+    Extension(visitor): Extension<Visitor>,
+    session: Session,
+    Form(form): Form<CsrfOnlyForm>,
+) -> Result<Redirect, ApiError> {
+    if !token_ok(&state, &visitor, &form.csrf) {
+        return Ok(back_to("/account", "form"));
+    }
+    let Some(user) = accounts::session_user(&state.pool, &session).await? else {
+        return Ok(Redirect::to("/login?next=/account"));
+    };
+    let ended = accounts::end_other_sessions(&state.pool, &user, &session).await?;
+    tracing::info!(user = user.id, ended, "other sessions ended");
+    Ok(Redirect::to("/account?notice=sessions-ended"))
 }
 
 #[derive(Deserialize)]

@@ -2,7 +2,7 @@
 //! `app::api`.
 
 use app::{
-    account::{UserSummary, Viewer},
+    account::{SessionSummary, UserSummary, Viewer},
     api::{PageError, backend::Backend},
     search::{AnimeDetails, Filters, Refusal, SearchResults},
 };
@@ -110,11 +110,24 @@ impl Backend for PagesBackend {
                 let billing = crate::billing::status(pool, user.id)
                     .await
                     .map_err(AccountError::from)?;
+                let sessions = match request.extensions.get::<tower_sessions::Session>() {
+                    Some(session) => accounts::sessions(pool, user.id, session).await?,
+                    None => Vec::new(),
+                };
                 Some(UserSummary {
                     premium: user.plan() == Plan::Premium,
                     email: user.email,
                     has_billing_account: billing.has_customer,
                     payment_failed_on: billing.payment_failed_on,
+                    sessions: sessions
+                        .into_iter()
+                        .map(|row| SessionSummary {
+                            created: row.created,
+                            last_seen: row.last_seen,
+                            network: row.network,
+                            current: row.current,
+                        })
+                        .collect(),
                 })
             }
             None => None,

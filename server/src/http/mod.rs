@@ -205,6 +205,11 @@ fn plain_routes(dev_mailbox: bool) -> Router<AppState> {
         .route("/logout", post(auth::log_out))
         .route("/password/forgot", post(auth::forgot_password))
         .route("/password/reset", post(auth::reset_password))
+        .route("/account/password", post(auth::change_password))
+        .route(
+            "/account/sessions/end-others",
+            post(auth::end_other_sessions),
+        )
         .route("/premium/checkout", post(billing::checkout))
         .route("/billing/portal", post(billing::portal))
         .route(

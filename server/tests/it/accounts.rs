@@ -1075,3 +1075,98 @@ async fn data_past_its_retention_goes_and_networks_are_forgotten_after_a_day(poo
         ["visitor:b -", "visitor:c 203.0.113.3"]
     );
 }
+
+#[sqlx::test(migrations = "../migrations")]
+async fn the_account_lists_its_sessions_and_ends_the_others(pool: PgPool) {
+    let app = common::spawn_app_with(pool.clone(), |config| config.behind_proxy = true).await;
+    common::insert_user(&pool, "ana@example.com", PASSWORD).await;
+    let (home, work) = (
+        Browser::from_network(&app, "198.51.100.10"),
+        Browser::from_network(&app, "203.0.113.20"),
+    );
+    for device in [&home, &work] {
+        assert_eq!(
+            log_in(device, "ana@example.com", PASSWORD).await,
+            "/account"
+        );
+    }
+    let page = home.page("/account").await;
+    assert!(
+        page.contains("198.51.100.10") && page.contains("203.0.113.20"),
+        "{page}"
+    );
+    assert_eq!(page.matches("this browser").count(), 1, "{page}");
+
+    let csrf = home.csrf().await;
+    let ended = home
+        .post("/account/sessions/end-others", &[("csrf", &csrf)])
+        .await;
+    assert_eq!(location(&ended), "/account?notice=sessions-ended");
+    assert!(
+        work.page("/account")
+            .await
+            .contains("You are not logged in")
+    );
+    let page = home.page("/account?notice=sessions-ended").await;
+    assert!(page.contains("Every other session is signed out"), "{page}");
+    assert!(!page.contains("203.0.113.20"), "{page}");
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn changing_the_password_needs_the_current_one_and_ends_other_sessions(pool: PgPool) {
+    let app = common::spawn_app(pool.clone()).await;
+    common::insert_user(&pool, "ana@example.com", PASSWORD).await;
+    let (laptop, phone) = (Browser::new(&app), Browser::new(&app));
+    for device in [&laptop, &phone] {
+        assert_eq!(
+            log_in(device, "ana@example.com", PASSWORD).await,
+            "/account"
+        );
+    }
+    let csrf = laptop.csrf().await;
+    let change = |current: &'static str, new: &'static str| {
+        let (laptop, csrf) = (&laptop, csrf.clone());
+        async move {
+            location(
+                &laptop
+                    .post(
+                        "/account/password",
+                        &[("current", current), ("password", new), ("csrf", &csrf)],
+                    )
+                    .await,
+            )
+        }
+    };
+    assert_eq!(
+        change("not it", "a brand new password").await,
+        "/account?error=wrong-password"
+    );
+    assert_eq!(
+        change(PASSWORD, "short").await,
+        "/account?error=password-short"
+    );
+    assert!(
+        phone.page("/account").await.contains("ana@example.com"),
+        "nothing changed yet"
+    );
+    assert_eq!(
+        change(PASSWORD, "a brand new password").await,
+        "/account?notice=password-changed"
+    );
+    // This browser stays in; the other is out; the address is told.
+    assert!(laptop.page("/account").await.contains("ana@example.com"));
+    assert!(
+        phone
+            .page("/account")
+            .await
+            .contains("You are not logged in")
+    );
+    assert_eq!(
+        mail::latest_for(&pool, "ana@example.com", 1).await.unwrap()[0].subject,
+        "Zenbu: your password was changed"
+    );
+    assert_eq!(
+        log_in(&phone, "ana@example.com", "a brand new password").await,
+        "/account"
+    );
+}
