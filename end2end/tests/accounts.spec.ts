@@ -24,7 +24,7 @@ test('sign up by emailed link, log out, log in again', async ({ page, request })
   await expect(page.getByRole('link', { name: email })).toBeVisible();
 });
 
-test('a forgotten password is reset through the delivered mail', async ({ page, request }) => {
+test('a forgotten password is reset through the delivered mail, then the account deleted', async ({ page, request }) => {
   const email = await signUp(page, request);
   await page.getByRole('button', { name: 'Log out' }).click();
   await expect(page).toHaveURL(/\/$/);
@@ -57,6 +57,16 @@ test('a forgotten password is reset through the delivered mail', async ({ page, 
   await expect((await deliveredMail(request, email, /was just changed/)).subject).toBe(
     'Zenbu: your password was changed',
   );
+
+  // Deleting the account: the password again, then the account is gone.
+  await page.locator('#delete-password').fill('a brand new password');
+  await page.getByRole('button', { name: 'Delete my account' }).click();
+  await expect(page).toHaveURL(/\/login\?notice=account-deleted$/);
+  await expect(page.getByRole('status')).toContainText('Your account is deleted.');
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill('a brand new password');
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await expect(page.getByRole('alert')).toHaveText('Email or password is wrong.');
 });
 
 test('el correo llega en español a quien usa la interfaz en español', async ({ browser, request }) => {

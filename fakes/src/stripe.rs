@@ -122,6 +122,10 @@ impl FakeStripe {
         let app = Router::new()
             .route("/v1/checkout/sessions", post(create_checkout_session))
             .route("/v1/billing_portal/sessions", post(create_portal_session))
+            .route(
+                "/v1/subscriptions/{id}",
+                axum::routing::delete(cancel_subscription),
+            )
             .route("/checkout/{id}", get(checkout_page))
             .route("/checkout/{id}/pay", post(pay))
             .route("/portal/{id}", get(portal_page))
@@ -453,6 +457,36 @@ async fn set_status(shared: &Arc<Shared>, subscription: &str, status: &str) -> O
     let price = shared.config.lock().unwrap().price_id.clone();
     let object = events::subscription(subscription, &customer, status, &price);
     deliver(shared, kind, object).await
+}
+
+/// `DELETE /v1/subscriptions/{id}`: cancels at once, answers the subscription (and delivers
+/// `customer.subscription.deleted`, as Stripe does).
+async fn cancel_subscription(
+    State(shared): State<Arc<Shared>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
+    let form: Vec<(String, String)> = serde_urlencoded::from_bytes(&body).unwrap_or_default();
+    if let Some(refusal) = refuse(&shared, &headers, &format!("/v1/subscriptions/{id}"), &form) {
+        return refusal;
+    }
+    let Some((customer, _)) = shared.inner.lock().unwrap().subscriptions.get(&id).cloned() else {
+        return stripe_error(
+            StatusCode::NOT_FOUND,
+            "invalid_request_error",
+            Some("resource_missing"),
+            &format!("No such subscription: '{id}'"),
+        );
+    };
+    let price = shared.config.lock().unwrap().price_id.clone();
+    let object = events::subscription(&id, &customer, "canceled", &price);
+    // Answered before the event goes out, as Stripe's events follow its API answers.
+    let delivering = shared.clone();
+    tokio::spawn(async move {
+        set_status(&delivering, &id, "canceled").await;
+    });
+    Json(object).into_response()
 }
 
 /// The hosted billing portal, reduced to a button that cancels the customer's subscriptions.

@@ -297,6 +297,25 @@ fn ChangePassword(csrf: String) -> impl IntoView {
     }
 }
 
+/// Delete the account: the password is asked again.
+#[component]
+fn DeleteAccount(csrf: String) -> impl IntoView {
+    let t = use_lang().texts();
+    view! {
+        <section class="delete-account" aria-labelledby="delete-account-title">
+            <h2 id="delete-account-title">{t.delete_title}</h2>
+            <p>{t.delete_text}</p>
+            <form method="post" action="/account/delete">
+                <input type="hidden" name="csrf" value=csrf />
+                <label for="delete-password">{t.password}</label>
+                <input id="delete-password" name="password" type="password"
+                    autocomplete="current-password" required />
+                <button type="submit" class="danger">{t.delete_button}</button>
+            </form>
+        </section>
+    }
+}
+
 /// `/account`: email, plan, searches used this period and when they reset, Premium, log out.
 #[component]
 pub fn AccountPage() -> impl IntoView {
@@ -340,6 +359,7 @@ pub fn AccountPage() -> impl IntoView {
                             </form>
                             <Sessions sessions=user.sessions.clone() csrf=viewer.csrf.clone() />
                             <ChangePassword csrf=viewer.csrf.clone() />
+                            <DeleteAccount csrf=viewer.csrf.clone() />
                         }
                             .into_any()
                     }

@@ -124,6 +124,32 @@ pub fn password_changed(lang: Lang, public_url: &str) -> Letter {
     }
 }
 
+/// The account was deleted.
+pub fn account_deleted(lang: Lang) -> Letter {
+    match lang {
+        Lang::En => Letter {
+            subject: "Zenbu: your account is deleted".into(),
+            paragraphs: vec![
+                "Your Zenbu account and its data are deleted, and any Premium subscription was \
+                 cancelled. Thank you for having used Zenbu."
+                    .into(),
+            ],
+            link: None,
+            footer: Some("If it was not you, reply to this message.".into()),
+        },
+        Lang::Es => Letter {
+            subject: "Zenbu: tu cuenta está borrada".into(),
+            paragraphs: vec![
+                "Tu cuenta de Zenbu y sus datos están borrados, y se canceló cualquier \
+                 suscripción Premium. Gracias por haber usado Zenbu."
+                    .into(),
+            ],
+            link: None,
+            footer: Some("Si no fuiste tú, responde a este mensaje.".into()),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

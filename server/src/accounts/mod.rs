@@ -417,6 +417,76 @@ pub async fn end_other_sessions(
     )
 }
 
+/// Asks a signed-in user for their password again before something that cannot be undone
+/// (a change of password, deleting the account): checked and throttled like a log-in, so a
+/// borrowed session cannot guess it.
+pub async fn check_password(
+    pool: &PgPool,
+    user: &User,
+    password: &str,
+    network: &str,
+) -> Result<Result<(), FormError>, AccountError> {
+    let mailbox = email::mailbox(pool, &user.email).await?;
+    let limits = Attempt::LogIn.limits();
+    let Some(attempt) = throttle::admit(pool, Attempt::LogIn, &limits, &mailbox, network).await?
+    else {
+        return Ok(Err(FormError::Throttled(limits.window_minutes)));
+    };
+    let stored: String = sqlx::query_scalar("SELECT password_hash FROM users WHERE id = $1")
+        .bind(user.id)
+        .fetch_one(pool)
+        .await?;
+    let bounded = password.chars().count() <= password::MAX_CHARS;
+    if !(bounded && password::verify(password, Some(&stored)).await) {
+        return Ok(Err(FormError::WrongPassword));
+    }
+    throttle::forgive(pool, attempt, &mailbox, network).await?;
+    Ok(Ok(()))
+}
+
+/// Deletes a user and their personal data: the account, its sessions and links, its counted
+/// searches, the networks it logged in from, its throttling rows, its queued mail. Kept: the
+/// Stripe subscription's state (id, Stripe customer id, status, period end; no name or address,
+/// its `user_id` cleared), because invoices and refunds refer to it; Stripe keeps the invoices.
+/// The caller cancels live subscriptions first (`billing::Billing::cancel_live_subscriptions`).
+pub async fn delete_user(pool: &PgPool, user: &User, lang: Lang) -> Result<(), AccountError> {
+    let mut tx = pool.begin().await?;
+    let mailbox = email::mailbox(&mut *tx, &user.email).await?;
+    for (statement, key) in [
+        (
+            "DELETE FROM search_usage WHERE subject = $1",
+            user.subject(),
+        ),
+        (
+            "DELETE FROM login_networks WHERE email = $1",
+            mailbox.clone(),
+        ),
+        (
+            "DELETE FROM auth_attempts WHERE email = $1",
+            mailbox.clone(),
+        ),
+        (
+            "DELETE FROM mail_outbox WHERE recipient = $1",
+            user.email.clone(),
+        ),
+        (
+            "DELETE FROM pending_signups WHERE email = $1",
+            user.email.clone(),
+        ),
+    ] {
+        sqlx::query(statement).bind(key).execute(&mut *tx).await?;
+    }
+    // user_sessions and password_resets go with the row (ON DELETE CASCADE).
+    sqlx::query("DELETE FROM users WHERE id = $1")
+        .bind(user.id)
+        .execute(&mut *tx)
+        .await?;
+    mail::queue(&mut *tx, &user.email, &letters::account_deleted(lang)).await?;
+    tx.commit().await?;
+    tracing::info!(user = user.id, "account deleted");
+    Ok(())
+}
+
 /// Changes a signed-in user's password: the current one is required (checked and throttled
 /// like a log-in, so a borrowed session cannot guess it), every other session ends, and the
 /// address is told.
@@ -431,21 +501,9 @@ pub async fn change_password(
     public_url: &str,
     lang: Lang,
 ) -> Result<Result<(), FormError>, AccountError> {
-    let mailbox = email::mailbox(pool, &user.email).await?;
-    let limits = Attempt::LogIn.limits();
-    let Some(attempt) = throttle::admit(pool, Attempt::LogIn, &limits, &mailbox, network).await?
-    else {
-        return Ok(Err(FormError::Throttled(limits.window_minutes)));
-    };
-    let stored: String = sqlx::query_scalar("SELECT password_hash FROM users WHERE id = $1")
-        .bind(user.id)
-        .fetch_one(pool)
-        .await?;
-    let bounded = current_password.chars().count() <= password::MAX_CHARS;
-    if !(bounded && password::verify(current_password, Some(&stored)).await) {
-        return Ok(Err(FormError::WrongPassword));
+    if let Err(error) = check_password(pool, user, current_password, network).await? {
+        return Ok(Err(error));
     }
-    throttle::forgive(pool, attempt, &mailbox, network).await?;
     if let Err(error) = password::check(new_password) {
         return Ok(Err(error.into()));
     }

@@ -172,6 +172,47 @@ impl Billing {
     }
 }
 
+impl Billing {
+    /// Cancels, at once, every subscription of `user` that can still charge them (deleting
+    /// an account). Stripe's answer is recorded as the subscription's state; the webhook that
+    /// follows finds nothing left to change.
+    pub async fn cancel_live_subscriptions(
+        &self,
+        pool: &PgPool,
+        user: &User,
+    ) -> Result<usize, BillingError> {
+        let live = live_subscriptions(pool, user.id).await?;
+        for id in &live {
+            let cancelled = stripe_billing::subscription::CancelSubscription::new(id.as_str())
+                .send(&self.client)
+                .await?;
+            sqlx::query(
+                "UPDATE stripe_subscriptions SET status = $2, updated_at = now() WHERE id = $1",
+            )
+            .bind(id)
+            .bind(cancelled.status.as_str())
+            .execute(pool)
+            .await?;
+            tracing::info!(user = user.id, subscription = %id, "subscription cancelled");
+        }
+        Ok(live.len())
+    }
+}
+
+/// The ids of `user_id`'s subscriptions that are not over.
+pub async fn live_subscriptions(pool: &PgPool, user_id: i64) -> Result<Vec<String>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT s.id FROM stripe_subscriptions s, users u
+          WHERE u.id = $1 AND (s.user_id = u.id OR s.customer_id = u.stripe_customer_id)
+            AND s.status <> ALL($2)
+          ORDER BY s.id",
+    )
+    .bind(user_id)
+    .bind(&ENDED_STATUSES[..])
+    .fetch_all(pool)
+    .await
+}
+
 /// What the account page shows about billing.
 #[derive(Debug, Clone, Default, PartialEq, Eq, sqlx::FromRow)]
 pub struct BillingStatus {

@@ -301,6 +301,52 @@ pub async fn end_other_sessions(
 }
 
 #[derive(Deserialize)]
+pub struct DeleteAccountForm {
+    password: String,
+    #[serde(default)]
+    csrf: String,
+}
+
+/// `POST /account/delete`: with the password asked again, cancels the user's live Stripe
+/// subscriptions (through Stripe; if that fails nothing is deleted), then deletes the account
+/// and signs out.
+pub async fn delete_account(
+    State(state): State<AppState>,
+    Extension(visitor): Extension<Visitor>,
+    Extension(network): Extension<ClientNetwork>,
+    session: Session,
+    headers: HeaderMap,
+    Form(form): Form<DeleteAccountForm>,
+) -> Result<Redirect, ApiError> {
+    if !token_ok(&state, &visitor, &form.csrf) {
+        return Ok(back_to("/account", "form"));
+    }
+    let Some(user) = accounts::session_user(&state.pool, &session).await? else {
+        return Ok(Redirect::to("/login?next=/account"));
+    };
+    if let Err(error) =
+        accounts::check_password(&state.pool, &user, &form.password, &network.0).await?
+    {
+        return Ok(back_to("/account", code(error)));
+    }
+    let live = crate::billing::live_subscriptions(&state.pool, user.id).await?;
+    if !live.is_empty() {
+        let Some(billing) = &state.billing else {
+            // A subscription this server cannot cancel: deleting the account would leave it
+            // charging someone who has no account to see it on.
+            return Ok(back_to("/account", "cannot-cancel"));
+        };
+        if let Err(error) = billing.cancel_live_subscriptions(&state.pool, &user).await {
+            tracing::error!(%error, user = user.id, "cancelling before deleting the account failed");
+            return Ok(back_to("/account", "stripe"));
+        }
+    }
+    accounts::delete_user(&state.pool, &user, Lang::of_request(&headers)).await?;
+    accounts::end_session(&state.pool, &session).await?;
+    Ok(Redirect::to("/login?notice=account-deleted"))
+}
+
+#[derive(Deserialize)]
 pub struct MailboxQuery {
     to: String,
 }

@@ -210,6 +210,7 @@ fn plain_routes(dev_mailbox: bool) -> Router<AppState> {
             "/account/sessions/end-others",
             post(auth::end_other_sessions),
         )
+        .route("/account/delete", post(auth::delete_account))
         .route("/premium/checkout", post(billing::checkout))
         .route("/billing/portal", post(billing::portal))
         .route(

@@ -7,6 +7,7 @@ use crate::common;
 use crate::common::{Browser, TestApp, location};
 use fakes::stripe::{ApiBehaviour, FakeStripe, FakeStripeConfig, events, sign};
 use server::billing::{Billing, BillingConfig, webhook};
+use server::mail;
 use sqlx::PgPool;
 
 const SECRET: &str = "whsec_test_secret";
@@ -609,4 +610,74 @@ async fn two_cancellations_arriving_together_end_premium(pool: PgPool) {
         ));
     }
     assert_eq!(plan(&pool, user).await, "free");
+}
+
+#[sqlx::test(migrations = "../migrations")]
+async fn deleting_the_account_cancels_premium_through_stripe_first(pool: PgPool) {
+    let shop = shop(&pool).await;
+    let session = go_premium(&shop).await;
+    shop.fake.complete_checkout(&session).await.unwrap();
+    assert_eq!(plan(&pool, shop.user_id).await, "premium");
+    sqlx::query(
+        "INSERT INTO search_usage (subject, query_key, counted_at) VALUES ($1, 'k', now())",
+    )
+    .bind(format!("user:{}", shop.user_id))
+    .execute(&pool)
+    .await
+    .unwrap();
+    let browser = &shop.browser;
+    let delete = |password: &'static str| async move {
+        let csrf = browser.csrf().await;
+        location(
+            &browser
+                .post(
+                    "/account/delete",
+                    &[("password", password), ("csrf", &csrf)],
+                )
+                .await,
+        )
+    };
+    let users = || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM users")
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    };
+    assert_eq!(delete("not it").await, "/account?error=wrong-password");
+    // Stripe failing: nothing is deleted, and the page says why.
+    shop.fake.set_behaviour(ApiBehaviour::Status(500));
+    assert_eq!(delete(PASSWORD).await, "/account?error=stripe");
+    assert_eq!(users().await, 1);
+    shop.fake.set_behaviour(ApiBehaviour::Normal);
+
+    assert_eq!(delete(PASSWORD).await, "/login?notice=account-deleted");
+    let cancel = shop.fake.requests().pop().unwrap();
+    assert!(
+        cancel.path.starts_with("/v1/subscriptions/sub_"),
+        "{}",
+        cancel.path
+    );
+    assert_eq!(users().await, 0);
+    let left: (i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM search_usage), (SELECT count(*) FROM user_sessions),
+                (SELECT count(*) FROM stripe_subscriptions WHERE status = 'canceled' AND user_id IS NULL)",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        left,
+        (0, 0, 1),
+        "usage and sessions gone; the cancelled subscription's state kept"
+    );
+    assert!(
+        shop.browser
+            .page("/account")
+            .await
+            .contains("You are not logged in")
+    );
+    assert_eq!(
+        mail::latest_for(&pool, "pay@example.com", 1).await.unwrap()[0].subject,
+        "Zenbu: your account is deleted"
+    );
 }
