@@ -86,6 +86,11 @@ pub fn App() -> impl IntoView {
                     ssr=SsrMode::Async
                 />
                 <Route path=StaticSegment("account") view=pages::AccountPage ssr=SsrMode::Async />
+                <Route
+                    path=(StaticSegment("account"), StaticSegment("email"), StaticSegment("confirm"))
+                    view=pages::ConfirmEmailPage
+                    ssr=SsrMode::Async
+                />
                 <Route path=StaticSegment("premium") view=pages::PremiumPage ssr=SsrMode::Async />
                 <Route
                     path=(StaticSegment("premium"), StaticSegment("success"))

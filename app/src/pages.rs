@@ -7,8 +7,8 @@ mod home;
 mod premium;
 
 pub use account::{
-    AccountPage, ConfirmPage, ForgotPasswordPage, ForgotSentPage, LoginPage, RegisterPage,
-    RegisterSentPage, ResetPasswordPage, SiteNav,
+    AccountPage, ConfirmEmailPage, ConfirmPage, ForgotPasswordPage, ForgotSentPage, LoginPage,
+    RegisterPage, RegisterSentPage, ResetPasswordPage, SiteNav,
 };
 pub use anime::AnimePage;
 pub use errors::{NotFound, ServerError, Unavailable};

@@ -297,6 +297,54 @@ fn ChangePassword(csrf: String) -> impl IntoView {
     }
 }
 
+/// Change the address: a link goes to the new one; the password is asked again.
+#[component]
+fn ChangeEmail(csrf: String) -> impl IntoView {
+    let t = use_lang().texts();
+    view! {
+        <section class="change-email" aria-labelledby="change-email-title">
+            <h2 id="change-email-title">{t.change_email_title}</h2>
+            <form method="post" action="/account/email">
+                <input type="hidden" name="csrf" value=csrf />
+                <label for="new-email">{t.new_email}</label>
+                <input id="new-email" name="email" type="email" autocomplete="email" required />
+                <label for="email-password">{t.current_password}</label>
+                <input id="email-password" name="password" type="password"
+                    autocomplete="current-password" required />
+                <button type="submit">{t.change_email_button}</button>
+            </form>
+        </section>
+    }
+}
+
+/// `/account/email/confirm?token=…`: the link mailed to a new address lands here; the form (a
+/// POST) makes the change, so a mail scanner that follows links changes nothing.
+#[component]
+pub fn ConfirmEmailPage() -> impl IntoView {
+    let t = use_lang().texts();
+    let query = use_query_map();
+    let token = move || query.read().get("token").unwrap_or_default();
+    view! {
+        <Title text=format!("{} — Zenbu", t.confirm_email_title) />
+        <main class="account-form">
+            <h1>{t.confirm_email_title}</h1>
+            {move || {
+                let token = token();
+                with_viewer(move |viewer| {
+                    let token = token.clone();
+                    view! {
+                        <form method="post" action="/account/email/confirm">
+                            <input type="hidden" name="csrf" value=viewer.csrf />
+                            <input type="hidden" name="token" value=token />
+                            <button type="submit">{t.confirm_email_button}</button>
+                        </form>
+                    }
+                })
+            }}
+        </main>
+    }
+}
+
 /// Delete the account: the password is asked again.
 #[component]
 fn DeleteAccount(csrf: String) -> impl IntoView {
@@ -359,6 +407,7 @@ pub fn AccountPage() -> impl IntoView {
                             </form>
                             <Sessions sessions=user.sessions.clone() csrf=viewer.csrf.clone() />
                             <ChangePassword csrf=viewer.csrf.clone() />
+                            <ChangeEmail csrf=viewer.csrf.clone() />
                             <DeleteAccount csrf=viewer.csrf.clone() />
                         }
                             .into_any()

@@ -124,6 +124,57 @@ pub fn password_changed(lang: Lang, public_url: &str) -> Letter {
     }
 }
 
+/// The link that moves an account to a new address (sent to the new address).
+pub fn email_change_link(lang: Lang, url: String) -> Letter {
+    match lang {
+        Lang::En => letter(
+            "Zenbu: confirm your new address",
+            &[
+                "Open this link to make this the address of your Zenbu account (it works for \
+               24 hours):"
+                    .to_string(),
+            ],
+            Some(("Confirm this address", url)),
+            "If you did not ask for this, ignore this message: nothing changes.",
+        ),
+        Lang::Es => letter(
+            "Zenbu: confirma tu nueva dirección",
+            &[
+                "Abre este enlace para que esta sea la dirección de tu cuenta de Zenbu \
+               (funciona durante 24 horas):"
+                    .to_string(),
+            ],
+            Some(("Confirmar esta dirección", url)),
+            "Si no lo pediste, ignora este mensaje: no cambia nada.",
+        ),
+    }
+}
+
+/// The account moved to another address (sent to the old one).
+pub fn email_changed(lang: Lang, new_email: &str, public_url: &str) -> Letter {
+    match lang {
+        Lang::En => letter(
+            "Zenbu: your account's address was changed",
+            &[format!(
+                "Your Zenbu account now uses the address {new_email}; mail no longer comes \
+                 here. If it was not you, reset your password from the new address's mail, or \
+                 write to us."
+            )],
+            Some(("Zenbu", public_url.to_string())),
+            "If it was you, there is nothing to do.",
+        ),
+        Lang::Es => letter(
+            "Zenbu: cambió la dirección de tu cuenta",
+            &[format!(
+                "Tu cuenta de Zenbu usa ahora la dirección {new_email}; el correo ya no llega \
+                 aquí. Si no fuiste tú, escríbenos."
+            )],
+            Some(("Zenbu", public_url.to_string())),
+            "Si fuiste tú, no hace falta hacer nada.",
+        ),
+    }
+}
+
 /// The account was deleted.
 pub fn account_deleted(lang: Lang) -> Letter {
     match lang {

@@ -451,6 +451,17 @@ pub async fn check_password(
 /// The caller cancels live subscriptions first (`billing::Billing::cancel_live_subscriptions`).
 pub async fn delete_user(pool: &PgPool, user: &User, lang: Lang) -> Result<(), AccountError> {
     let mut tx = pool.begin().await?;
+    // The user's subscription rows first, then the user's row (its deletion clears their
+    // `user_id`): the order a Stripe webhook takes them in, so the cancellation's webhook,
+    // arriving meanwhile, waits instead of deadlocking with this.
+    sqlx::query(
+        "SELECT s.id FROM stripe_subscriptions s, users u
+          WHERE u.id = $1 AND (s.user_id = u.id OR s.customer_id = u.stripe_customer_id)
+          ORDER BY s.id FOR UPDATE OF s",
+    )
+    .bind(user.id)
+    .execute(&mut *tx)
+    .await?;
     let mailbox = email::mailbox(&mut *tx, &user.email).await?;
     for (statement, key) in [
         (
@@ -485,6 +496,154 @@ pub async fn delete_user(pool: &PgPool, user: &User, lang: Lang) -> Result<(), A
     tx.commit().await?;
     tracing::info!(user = user.id, "account deleted");
     Ok(())
+}
+
+/// Starts moving a signed-in user's account to `raw_email` (the password asked again): a link
+/// goes to the new address; nothing changes until it is followed. When the new address's
+/// mailbox already has an account, that address gets the "you already have an account" mail
+/// instead, so the form never tells whether an address is registered. Throttled per mailbox and
+/// network like a sign-up (each request sends a mail).
+#[allow(clippy::too_many_arguments)] // the form's two fields, and who asks from where
+pub async fn request_email_change(
+    pool: &PgPool,
+    user: &User,
+    password: &str,
+    raw_email: &str,
+    network: &str,
+    public_url: &str,
+    lang: Lang,
+) -> Result<Result<(), FormError>, AccountError> {
+    let new_email = match email::normalise(raw_email) {
+        Ok(email) => email,
+        Err(error) => return Ok(Err(error.into())),
+    };
+    if let Err(error) = check_password(pool, user, password, network).await? {
+        return Ok(Err(error));
+    }
+    let mailbox = email::mailbox(pool, &new_email).await?;
+    let limits = Attempt::SignUp.limits();
+    if throttle::admit(pool, Attempt::SignUp, &limits, &mailbox, network)
+        .await?
+        .is_none()
+    {
+        return Ok(Err(FormError::Throttled(limits.window_minutes)));
+    }
+    let mut tx = pool.begin().await?;
+    let taken: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM users WHERE mailbox = $1 AND id <> $2)")
+            .bind(&mailbox)
+            .bind(user.id)
+            .fetch_one(&mut *tx)
+            .await?;
+    if taken {
+        mail::queue(
+            &mut *tx,
+            &new_email,
+            &letters::already_registered(lang, public_url),
+        )
+        .await?;
+    } else {
+        let token = new_token();
+        sqlx::query(
+            "INSERT INTO email_changes (token_hash, user_id, new_email, expires_at)
+             VALUES ($1, $2, $3, now() + make_interval(hours => $4))",
+        )
+        .bind(token_hash(&token))
+        .bind(user.id)
+        .bind(&new_email)
+        .bind(SIGN_UP_LINK_HOURS)
+        .execute(&mut *tx)
+        .await?;
+        let link = format!("{public_url}/account/email/confirm?token={token}");
+        mail::queue(
+            &mut *tx,
+            &new_email,
+            &letters::email_change_link(lang, link),
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(Ok(()))
+}
+
+/// What following an address-change link did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EmailChange {
+    /// The account uses the new address now; the old one was told.
+    Done(User),
+    /// The new address's mailbox got an account meanwhile.
+    Taken,
+    /// Unknown, used or expired link.
+    Invalid,
+    Throttled(i64),
+}
+
+/// Moves the account to the address a change link was mailed to. Works once; throttled per
+/// network like the other links; the old address is told.
+pub async fn confirm_email_change(
+    pool: &PgPool,
+    token: &str,
+    network: &str,
+    public_url: &str,
+    lang: Lang,
+) -> Result<EmailChange, AccountError> {
+    let limits = Attempt::Confirm.limits();
+    let token_hash = token_hash(token.trim());
+    if throttle::admit(pool, Attempt::Confirm, &limits, &token_hash, network)
+        .await?
+        .is_none()
+    {
+        return Ok(EmailChange::Throttled(limits.window_minutes));
+    }
+    let mut tx = pool.begin().await?;
+    let change: Option<(i64, String)> = sqlx::query_as(
+        "DELETE FROM email_changes WHERE token_hash = $1 AND expires_at > now()
+         RETURNING user_id, new_email",
+    )
+    .bind(&token_hash)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((user_id, new_email)) = change else {
+        return Ok(EmailChange::Invalid);
+    };
+    let mailbox = email::mailbox(&mut *tx, &new_email).await?;
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+        .bind(format!("mailbox:{mailbox}"))
+        .execute(&mut *tx)
+        .await?;
+    let old_email: Option<String> = sqlx::query_scalar("SELECT email FROM users WHERE id = $1")
+        .bind(user_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+    let Some(old_email) = old_email else {
+        return Ok(EmailChange::Invalid);
+    };
+    let user: Option<User> = sqlx::query_as(
+        "UPDATE users SET email = $2 WHERE id = $1
+            AND NOT EXISTS (SELECT 1 FROM users WHERE mailbox = mailbox_of($2) AND id <> $1)
+         RETURNING id, email, plan",
+    )
+    .bind(user_id)
+    .bind(&new_email)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(user) = user else {
+        tx.commit().await?; // the link is used up either way
+        return Ok(EmailChange::Taken);
+    };
+    sqlx::query("DELETE FROM email_changes WHERE user_id = $1")
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await?;
+    mail::queue(
+        &mut *tx,
+        &old_email,
+        &letters::email_changed(lang, &new_email, public_url),
+    )
+    .await?;
+    tx.commit().await?;
+    tracing::info!(user = user.id, "address changed");
+    Ok(EmailChange::Done(user))
 }
 
 /// Changes a signed-in user's password: the current one is required (checked and throttled
@@ -707,6 +866,7 @@ pub async fn sweep(pool: &PgPool) -> Result<u64, sqlx::Error> {
         "DELETE FROM tower_sessions.session WHERE expiry_date < now()",
         "DELETE FROM pending_signups WHERE expires_at < now()",
         "DELETE FROM password_resets WHERE expires_at < now()",
+        "DELETE FROM email_changes WHERE expires_at < now()",
     ] {
         rows += sqlx::query(statement).execute(pool).await?.rows_affected();
     }

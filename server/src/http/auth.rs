@@ -17,8 +17,8 @@ use tower_sessions::Session;
 use super::{ApiError, AppState};
 use crate::{
     accounts::{
-        self, Confirmation, FormError, Reset, csrf, email::EmailError, network::ClientNetwork,
-        password::PasswordError, visitor::Visitor,
+        self, Confirmation, EmailChange, FormError, Reset, csrf, email::EmailError,
+        network::ClientNetwork, password::PasswordError, visitor::Visitor,
     },
     mail,
 };
@@ -298,6 +298,81 @@ pub async fn end_other_sessions(
     let ended = accounts::end_other_sessions(&state.pool, &user, &session).await?;
     tracing::info!(user = user.id, ended, "other sessions ended");
     Ok(Redirect::to("/account?notice=sessions-ended"))
+}
+
+#[derive(Deserialize)]
+pub struct ChangeEmailForm {
+    email: String,
+    password: String,
+    #[serde(default)]
+    csrf: String,
+}
+
+/// `POST /account/email`: mails a confirmation link to the new address.
+pub async fn change_email(
+    State(state): State<AppState>,
+    Extension(visitor): Extension<Visitor>,
+    Extension(network): Extension<ClientNetwork>,
+    session: Session,
+    headers: HeaderMap,
+    Form(form): Form<ChangeEmailForm>,
+) -> Result<Redirect, ApiError> {
+    if !token_ok(&state, &visitor, &form.csrf) {
+        return Ok(back_to("/account", "form"));
+    }
+    let Some(user) = accounts::session_user(&state.pool, &session).await? else {
+        return Ok(Redirect::to("/login?next=/account"));
+    };
+    match accounts::request_email_change(
+        &state.pool,
+        &user,
+        &form.password,
+        &form.email,
+        &network.0,
+        &state.site.public_url,
+        Lang::of_request(&headers),
+    )
+    .await?
+    {
+        Ok(()) => Ok(Redirect::to("/account?notice=email-link-sent")),
+        Err(error) => Ok(back_to("/account", code(error))),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct ConfirmEmailForm {
+    token: String,
+    #[serde(default)]
+    csrf: String,
+}
+
+/// `POST /account/email/confirm`: the form on the page the new address's link opens.
+pub async fn confirm_email(
+    State(state): State<AppState>,
+    Extension(visitor): Extension<Visitor>,
+    Extension(network): Extension<ClientNetwork>,
+    headers: HeaderMap,
+    Form(form): Form<ConfirmEmailForm>,
+) -> Result<Redirect, ApiError> {
+    if !token_ok(&state, &visitor, &form.csrf) {
+        return Ok(back_to("/account", "form"));
+    }
+    match accounts::confirm_email_change(
+        &state.pool,
+        &form.token,
+        &network.0,
+        &state.site.public_url,
+        Lang::of_request(&headers),
+    )
+    .await?
+    {
+        EmailChange::Done(_) => Ok(Redirect::to("/account?notice=email-changed")),
+        EmailChange::Taken => Ok(back_to("/account", "registered")),
+        EmailChange::Invalid => Ok(back_to("/account", "link")),
+        EmailChange::Throttled(minutes) => {
+            Ok(back_to("/account", code(FormError::Throttled(minutes))))
+        }
+    }
 }
 
 #[derive(Deserialize)]

@@ -211,6 +211,8 @@ fn plain_routes(dev_mailbox: bool) -> Router<AppState> {
             post(auth::end_other_sessions),
         )
         .route("/account/delete", post(auth::delete_account))
+        .route("/account/email", post(auth::change_email))
+        .route("/account/email/confirm", post(auth::confirm_email))
         .route("/premium/checkout", post(billing::checkout))
         .route("/billing/portal", post(billing::portal))
         .route(

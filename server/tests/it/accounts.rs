@@ -1170,3 +1170,95 @@ async fn changing_the_password_needs_the_current_one_and_ends_other_sessions(poo
         "/account"
     );
 }
+
+#[sqlx::test(migrations = "../migrations")]
+async fn a_new_address_is_confirmed_by_its_own_mail_and_the_old_one_is_told(pool: PgPool) {
+    let app = common::spawn_app(pool.clone()).await;
+    common::insert_user(&pool, "old@example.com", PASSWORD).await;
+    common::insert_user(&pool, "taken@example.com", PASSWORD).await;
+    let browser = Browser::new(&app);
+    assert_eq!(
+        log_in(&browser, "old@example.com", PASSWORD).await,
+        "/account"
+    );
+    let csrf = browser.csrf().await;
+    let change = |email: &'static str, password: &'static str| {
+        let (browser, csrf) = (&browser, csrf.clone());
+        async move {
+            location(
+                &browser
+                    .post(
+                        "/account/email",
+                        &[("email", email), ("password", password), ("csrf", &csrf)],
+                    )
+                    .await,
+            )
+        }
+    };
+    assert_eq!(
+        change("new@example.com", "not it").await,
+        "/account?error=wrong-password"
+    );
+    assert_eq!(
+        change("A <new@example.com>", PASSWORD).await,
+        "/account?error=email"
+    );
+    // A registered mailbox: the same answer, and that address gets "you already have one".
+    assert_eq!(
+        change("taken+x@example.com", PASSWORD).await,
+        "/account?notice=email-link-sent"
+    );
+    assert_eq!(
+        mail::latest_for(&pool, "taken+x@example.com", 1)
+            .await
+            .unwrap()[0]
+            .subject,
+        "Zenbu: you already have an account"
+    );
+    assert_eq!(
+        change("new@example.com", PASSWORD).await,
+        "/account?notice=email-link-sent"
+    );
+    // Nothing changes until the new address's link is followed.
+    assert!(browser.page("/account").await.contains("old@example.com"));
+    let body = &mail::latest_for(&pool, "new@example.com", 1).await.unwrap()[0].body;
+    let start = body.find("/account/email/confirm?token=").expect("a link");
+    let link = body[start..].split_whitespace().next().unwrap().to_string();
+    let token = link.split("token=").nth(1).unwrap().to_string();
+    assert!(browser.page(&link).await.contains("Use this address"));
+    let confirm = |token: String| {
+        let (browser, csrf) = (&browser, csrf.clone());
+        async move {
+            location(
+                &browser
+                    .post(
+                        "/account/email/confirm",
+                        &[("token", &token), ("csrf", &csrf)],
+                    )
+                    .await,
+            )
+        }
+    };
+    assert_eq!(
+        confirm(token.clone()).await,
+        "/account?notice=email-changed"
+    );
+    assert!(browser.page("/account").await.contains("new@example.com"));
+    assert_eq!(
+        mail::latest_for(&pool, "old@example.com", 1).await.unwrap()[0].subject,
+        "Zenbu: your account's address was changed"
+    );
+    assert_eq!(
+        confirm(token).await,
+        "/account?error=link",
+        "a link works once"
+    );
+    assert_eq!(
+        log_in(&browser, "new@example.com", PASSWORD).await,
+        "/account"
+    );
+    assert_eq!(
+        log_in(&browser, "old@example.com", PASSWORD).await,
+        "/login?error=wrong"
+    );
+}
