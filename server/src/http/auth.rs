@@ -53,6 +53,24 @@ fn token_ok(state: &AppState, visitor: &Visitor, submitted: &str) -> bool {
     csrf::verify(&state.site.visitors.key, &visitor.id, submitted)
 }
 
+/// For a form only a signed-in user may send: checks its token and finds the user; else where
+/// to send the browser (back to `page` with `?error=form`, or to log in).
+pub(super) async fn signed_in_user(
+    state: &AppState,
+    visitor: &Visitor,
+    session: &Session,
+    submitted: &str,
+    page: &str,
+) -> Result<Result<accounts::User, Redirect>, ApiError> {
+    if !token_ok(state, visitor, submitted) {
+        return Ok(Err(back_to(page, "form")));
+    }
+    match accounts::session_user(&state.pool, session).await? {
+        Some(user) => Ok(Ok(user)),
+        None => Ok(Err(Redirect::to(&format!("/login?next={page}")))),
+    }
+}
+
 #[derive(Deserialize)]
 pub struct SignUpForm {
     email: String,
@@ -253,11 +271,9 @@ pub async fn change_password(
     headers: HeaderMap,
     Form(form): Form<ChangePasswordForm>,
 ) -> Result<Redirect, ApiError> {
-    if !token_ok(&state, &visitor, &form.csrf) {
-        return Ok(back_to("/account", "form"));
-    }
-    let Some(user) = accounts::session_user(&state.pool, &session).await? else {
-        return Ok(Redirect::to("/login?next=/account"));
+    let user = match signed_in_user(&state, &visitor, &session, &form.csrf, "/account").await? {
+        Ok(user) => user,
+        Err(redirect) => return Ok(redirect),
     };
     match accounts::change_password(
         &state.pool,
@@ -289,11 +305,9 @@ pub async fn end_other_sessions(
     session: Session,
     Form(form): Form<CsrfOnlyForm>,
 ) -> Result<Redirect, ApiError> {
-    if !token_ok(&state, &visitor, &form.csrf) {
-        return Ok(back_to("/account", "form"));
-    }
-    let Some(user) = accounts::session_user(&state.pool, &session).await? else {
-        return Ok(Redirect::to("/login?next=/account"));
+    let user = match signed_in_user(&state, &visitor, &session, &form.csrf, "/account").await? {
+        Ok(user) => user,
+        Err(redirect) => return Ok(redirect),
     };
     let ended = accounts::end_other_sessions(&state.pool, &user, &session).await?;
     tracing::info!(user = user.id, ended, "other sessions ended");
@@ -317,11 +331,9 @@ pub async fn change_email(
     headers: HeaderMap,
     Form(form): Form<ChangeEmailForm>,
 ) -> Result<Redirect, ApiError> {
-    if !token_ok(&state, &visitor, &form.csrf) {
-        return Ok(back_to("/account", "form"));
-    }
-    let Some(user) = accounts::session_user(&state.pool, &session).await? else {
-        return Ok(Redirect::to("/login?next=/account"));
+    let user = match signed_in_user(&state, &visitor, &session, &form.csrf, "/account").await? {
+        Ok(user) => user,
+        Err(redirect) => return Ok(redirect),
     };
     match accounts::request_email_change(
         &state.pool,
@@ -393,11 +405,9 @@ pub async fn delete_account(
     headers: HeaderMap,
     Form(form): Form<DeleteAccountForm>,
 ) -> Result<Redirect, ApiError> {
-    if !token_ok(&state, &visitor, &form.csrf) {
-        return Ok(back_to("/account", "form"));
-    }
-    let Some(user) = accounts::session_user(&state.pool, &session).await? else {
-        return Ok(Redirect::to("/login?next=/account"));
+    let user = match signed_in_user(&state, &visitor, &session, &form.csrf, "/account").await? {
+        Ok(user) => user,
+        Err(redirect) => return Ok(redirect),
     };
     if let Err(error) =
         accounts::check_password(&state.pool, &user, &form.password, &network.0).await?

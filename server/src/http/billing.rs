@@ -12,9 +12,9 @@ use serde::Deserialize;
 use serde_json::json;
 use tower_sessions::Session;
 
-use super::{ApiError, AppState};
+use super::{ApiError, AppState, auth::signed_in_user};
 use crate::{
-    accounts::{self, csrf, visitor::Visitor},
+    accounts::visitor::Visitor,
     billing::webhook::{self, Handled},
     quota::Plan,
 };
@@ -25,23 +25,6 @@ pub struct BillingForm {
     csrf: String,
 }
 
-/// Checks the form token and finds the signed-in user; else where to send the browser.
-async fn signed_in_user(
-    state: &AppState,
-    visitor: &Visitor,
-    session: &Session,
-    form: &BillingForm,
-    page: &str,
-) -> Result<Result<accounts::User, Redirect>, ApiError> {
-    if !csrf::verify(&state.site.visitors.key, &visitor.id, &form.csrf) {
-        return Ok(Err(Redirect::to(&format!("{page}?error=form"))));
-    }
-    match accounts::session_user(&state.pool, session).await? {
-        Some(user) => Ok(Ok(user)),
-        None => Ok(Err(Redirect::to(&format!("/login?next={page}")))),
-    }
-}
-
 /// `POST /premium/checkout`: a Checkout Session for the signed-in user, then 303 to Stripe.
 pub async fn checkout(
     State(state): State<AppState>,
@@ -49,7 +32,7 @@ pub async fn checkout(
     session: Session,
     Form(form): Form<BillingForm>,
 ) -> Result<Redirect, ApiError> {
-    let user = match signed_in_user(&state, &visitor, &session, &form, "/premium").await? {
+    let user = match signed_in_user(&state, &visitor, &session, &form.csrf, "/premium").await? {
         Ok(user) => user,
         Err(redirect) => return Ok(redirect),
     };
@@ -90,7 +73,7 @@ pub async fn portal(
     session: Session,
     Form(form): Form<BillingForm>,
 ) -> Result<Redirect, ApiError> {
-    let user = match signed_in_user(&state, &visitor, &session, &form, "/account").await? {
+    let user = match signed_in_user(&state, &visitor, &session, &form.csrf, "/account").await? {
         Ok(user) => user,
         Err(redirect) => return Ok(redirect),
     };
