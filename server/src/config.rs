@@ -183,6 +183,17 @@ pub struct Config {
     )]
     pub anonymous_searches_per_network: i64,
 
+    /// Milliseconds a metered search may run before it is given up (503) and its unit given
+    /// back; at most 30 000, well inside the minute a pending unit counts.
+    #[arg(
+        long,
+        env = "ZENBU_SEARCH_DEADLINE_MS",
+        default_value_t = 20_000,
+        value_parser = clap::value_parser!(u64).range(100..=crate::quota::MAX_DEADLINE.as_millis() as u64),
+        global = true
+    )]
+    pub search_deadline_ms: u64,
+
     /// Serve the mail outbox at /dev/mail (local runs and browser tests; never in production:
     /// it shows sign-up links).
     #[arg(

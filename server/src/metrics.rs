@@ -66,6 +66,11 @@ pub fn quota_refused(reason: &'static str) {
     metrics::counter!("zenbu_quota_refusals_total", "reason" => reason).increment(1);
 }
 
+/// A metered search given up at its deadline (its unit refunded).
+pub fn search_deadline_passed() {
+    metrics::counter!("zenbu_search_deadline_passed_total").increment(1);
+}
+
 /// A search that joined an identical one of the same payer already running (one run, one unit).
 pub fn search_joined() {
     metrics::counter!("zenbu_search_joined_total").increment(1);

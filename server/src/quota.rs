@@ -13,7 +13,10 @@
 //! A pending unit counts only while its search may still be running ([`IN_FLIGHT`]): when the
 //! database goes away mid-search (so neither confirmation nor refund can be written) or the app
 //! dies, the unit gives itself back, and a search whose confirmation cannot be written is not
-//! served. A served search is a counted search, and nothing else is.
+//! served. A metered search has a deadline well inside that minute ([`Rules::deadline`]), and a
+//! confirmation that still arrives after its unit lapsed re-checks the allowance (others may
+//! have been counted in its place), so a stall cannot turn one allowance into two. A served
+//! search is a counted search, and nothing else is.
 //!
 //! Time comes from PostgreSQL (`now()`), or from the `at` argument in tests, so "3 minutes
 //! later" and "next month" are checked without waiting.
@@ -21,6 +24,7 @@
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},
+    time::Duration,
 };
 
 use sqlx::PgPool;
@@ -29,9 +33,17 @@ use tokio::sync::watch;
 /// How long a repeated query is free after the counted one.
 pub const REPEAT_WINDOW: &str = "3 minutes";
 
-/// How long an unconfirmed reservation counts: longer than any search can take (its stages
-/// have budgets of a few seconds), short enough that a lost one comes back soon.
+/// How long an unconfirmed reservation counts: longer than any metered search may take (see
+/// [`MAX_DEADLINE`]), short enough that a lost one comes back soon.
 pub const IN_FLIGHT: &str = "1 minute";
+
+/// The longest deadline a metered search may be given: well inside [`IN_FLIGHT`], so that a
+/// search is over (served or refunded) while its unit still counts.
+pub const MAX_DEADLINE: Duration = Duration::from_secs(30);
+
+/// How long a refund or a confirmation may wait for the database before the unit is left to
+/// lapse (a refund) or the results are not served (a confirmation).
+const BOOKKEEPING_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Plan {
@@ -116,6 +128,9 @@ pub struct Rules {
     /// How many anonymous searches one network may make in 24 hours, whatever the ids (ids
     /// started on other days, or elsewhere, keep their allowance and could be banked).
     pub anonymous_searches_per_network_per_day: i64,
+    /// How long a metered search may run before it is given up and its unit refunded (at most
+    /// [`MAX_DEADLINE`]).
+    pub deadline: Duration,
 }
 
 impl Default for Rules {
@@ -124,6 +139,7 @@ impl Default for Rules {
             new_visitors_per_network_per_day: 20,
             // As many as the new ids of a day can make.
             anonymous_searches_per_network_per_day: 20 * Plan::Anonymous.limit(),
+            deadline: Duration::from_secs(20),
         }
     }
 }
@@ -292,16 +308,76 @@ async fn network_refusal(
     Ok(None)
 }
 
-/// Makes a reserved unit final: its search answered.
-pub async fn confirm(pool: &PgPool, usage_id: i64) -> Result<(), sqlx::Error> {
-    sqlx::query(
+/// Makes a reserved unit final: its search answered. Returns whether it is (a confirmed unit
+/// stays confirmed). A unit still in flight is confirmed at once. One that lapsed meanwhile
+/// (its search outran [`IN_FLIGHT`]: a stalled database) stopped counting, so other searches
+/// may have been counted in its place: it is confirmed only if it still fits the allowance of
+/// its period, decided under the subject's lock as [`reserve`] decides, and given back
+/// otherwise (the search must then not be served).
+pub async fn confirm(pool: &PgPool, usage_id: i64, plan: Plan) -> Result<bool, sqlx::Error> {
+    let on_time = sqlx::query(&format!(
         "UPDATE search_usage SET confirmed_at = now()
-          WHERE id = $1 AND refunded_at IS NULL AND confirmed_at IS NULL",
-    )
+          WHERE id = $1 AND refunded_at IS NULL AND confirmed_at IS NULL
+            AND counted_at > now() - interval '{IN_FLIGHT}'"
+    ))
     .bind(usage_id)
     .execute(pool)
     .await?;
-    Ok(())
+    if on_time.rows_affected() == 1 {
+        return Ok(true);
+    }
+    let mut tx = pool.begin().await?;
+    let Some(subject) =
+        sqlx::query_scalar::<_, String>("SELECT subject FROM search_usage WHERE id = $1")
+            .bind(usage_id)
+            .fetch_optional(&mut *tx)
+            .await?
+    else {
+        return Ok(false);
+    };
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+        .bind(&subject)
+        .execute(&mut *tx)
+        .await?;
+    let period = plan.period();
+    let others = live_unit("u", "now()");
+    let confirmed: bool = sqlx::query_scalar(&format!(
+        "WITH late AS (
+             SELECT id, subject, refunded_at, confirmed_at,
+                    date_trunc('{period}', counted_at, 'UTC') AS starts
+             FROM search_usage WHERE id = $1
+         ),
+         fits AS (
+             SELECT (SELECT count(*) FROM search_usage u
+                      WHERE u.subject = late.subject AND u.id <> late.id AND {others}
+                        AND u.counted_at >= late.starts
+                        AND u.counted_at < late.starts + interval '1 {period}') < $2 AS fits,
+                    late.*
+             FROM late
+         ),
+         decided AS (
+             UPDATE search_usage s
+                SET confirmed_at = CASE WHEN fits.fits THEN now() END,
+                    refunded_at = CASE WHEN fits.fits THEN NULL ELSE now() END
+               FROM fits
+              WHERE s.id = fits.id AND fits.refunded_at IS NULL AND fits.confirmed_at IS NULL
+          RETURNING fits.fits
+         )
+         SELECT coalesce((SELECT fits FROM decided),
+                         (SELECT confirmed_at IS NOT NULL AND refunded_at IS NULL FROM late))"
+    ))
+    .bind(usage_id)
+    .bind(plan.limit())
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    if !confirmed {
+        tracing::warn!(
+            usage_id,
+            "a search that outran its unit no longer fits the allowance: not served"
+        );
+    }
+    Ok(confirmed)
 }
 
 /// Gives a counted unit back (the search it paid for failed outright). Idempotent.
@@ -535,12 +611,30 @@ async fn run_metered(
             return Err(Metered::NetworkBusy { per_day: *per_day });
         }
     };
-    match engine.search(query, filters).await {
+    let outcome = match tokio::time::timeout(rules.deadline, engine.search(query, filters)).await {
+        Ok(outcome) => outcome,
+        Err(_) => {
+            crate::metrics::search_deadline_passed();
+            tracing::warn!(deadline = ?rules.deadline, "a metered search passed its deadline: given up, its unit refunded");
+            Err(crate::search::SearchError::TimedOut(rules.deadline))
+        }
+    };
+    match outcome {
         Ok(mut results) => {
             if let Reservation::Counted { usage_id, .. } = reservation {
-                // Not confirmed (the database just went away): not served either; the pending
-                // unit gives itself back.
-                confirm(engine.pool(), usage_id).await?;
+                // Not confirmed (the database just went away, or the unit lapsed and others
+                // took its place): not served; a pending unit gives itself back.
+                let confirmed = tokio::time::timeout(
+                    BOOKKEEPING_TIMEOUT,
+                    confirm(engine.pool(), usage_id, plan),
+                )
+                .await
+                .map_err(|_| crate::search::SearchError::TimedOut(BOOKKEEPING_TIMEOUT))??;
+                if !confirmed {
+                    let usage = self::usage(engine.pool(), &payer.subject, plan, None).await?;
+                    crate::metrics::quota_refused("lapsed");
+                    return Err(Metered::Exhausted(info(plan, &usage)));
+                }
             }
             results.quota = Some(info(plan, &usage));
             Ok(results)
@@ -550,10 +644,22 @@ async fn run_metered(
             // connection): the pending unit lapses by itself. With a read replica, what went
             // away is most likely the replica, and the primary takes the refund.
             if let Reservation::Counted { usage_id, .. } = reservation
-                && (!error.is_unavailable() || engine.has_replica())
-                && let Err(refund_error) = refund(engine.pool(), usage_id).await
+                && (!error.is_unavailable()
+                    || engine.has_replica()
+                    || matches!(error, crate::search::SearchError::TimedOut(_)))
             {
-                tracing::warn!(%refund_error, usage_id, "a failed search's unit was not given back now; it lapses in {IN_FLIGHT}");
+                match tokio::time::timeout(BOOKKEEPING_TIMEOUT, refund(engine.pool(), usage_id))
+                    .await
+                {
+                    Ok(Ok(())) => {}
+                    Ok(Err(refund_error)) => {
+                        tracing::warn!(%refund_error, usage_id, "a failed search's unit was not given back now; it lapses in {IN_FLIGHT}")
+                    }
+                    Err(_) => tracing::warn!(
+                        usage_id,
+                        "a failed search's refund did not answer in time; its unit lapses in {IN_FLIGHT}"
+                    ),
+                }
             }
             Err(error.into())
         }

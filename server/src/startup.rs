@@ -191,6 +191,7 @@ pub fn site_config(
         rules: Rules {
             new_visitors_per_network_per_day: config.new_visitors_per_network,
             anonymous_searches_per_network_per_day: config.anonymous_searches_per_network,
+            deadline: std::time::Duration::from_millis(config.search_deadline_ms),
         },
         dev_mailbox: config.dev_mailbox,
         metrics_token: config

@@ -7,12 +7,19 @@ use axum::{
 };
 use serde_json::json;
 
+/// What a 503 asks the client to wait before retrying.
+pub const RETRY_AFTER_SECONDS: &str = "5";
+
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
     /// The database could not be reached or did not answer in time: the request may succeed
     /// later, so 503 rather than 500.
     #[error("the database is unavailable")]
     DatabaseUnavailable(#[source] sqlx::Error),
+    /// The server is too busy, or a request did not finish in time: retry shortly (503 with
+    /// Retry-After).
+    #[error("{0}")]
+    Busy(String),
     /// The request cannot succeed as sent; the message says why.
     #[error("{0}")]
     BadRequest(String),
@@ -63,6 +70,9 @@ impl From<crate::search::SearchError> for ApiError {
             SearchError::Vector(crate::search::vector::VectorError::Database(error)) => {
                 error.into()
             }
+            SearchError::TimedOut(_) => {
+                ApiError::Busy("the search took too long and was given up: try again".into())
+            }
             other => ApiError::Internal(other.into()),
         }
     }
@@ -91,7 +101,7 @@ impl From<sqlx::Error> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = match &self {
-            ApiError::DatabaseUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::DatabaseUnavailable(_) | ApiError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::QuotaExhausted(_)
@@ -104,10 +114,17 @@ impl IntoResponse for ApiError {
         if status.is_server_error() {
             tracing::error!(error = ?self, "request failed");
         }
-        (
+        let mut response = (
             status,
             Json(json!({ "status": "error", "error": self.to_string() })),
         )
-            .into_response()
+            .into_response();
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static(RETRY_AFTER_SECONDS),
+            );
+        }
+        response
     }
 }

@@ -60,6 +60,10 @@ pub enum SearchError {
     Database(#[from] sqlx::Error),
     #[error(transparent)]
     Vector(#[from] vector::VectorError),
+    /// The search (or its bookkeeping) did not finish within its deadline: most likely a
+    /// stalled database; worth a 503 and a retry.
+    #[error("the search did not finish within {0:?}")]
+    TimedOut(std::time::Duration),
 }
 
 impl SearchError {
@@ -70,6 +74,7 @@ impl SearchError {
             | SearchError::Vector(vector::VectorError::Database(error)) => {
                 crate::db::is_unavailable(error)
             }
+            SearchError::TimedOut(_) => true,
             _ => false,
         }
     }

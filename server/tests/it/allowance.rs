@@ -190,3 +190,35 @@ async fn a_search_link_followed_from_another_site_spends_nothing(pool: PgPool) {
     assert!(submitted.text().await.unwrap().contains(r#"class="hit""#));
     assert_eq!(units(&pool).await, (1, 0, 0));
 }
+
+/// A metered search that stalls (here its rerank stage, as a stalled database would) is given
+/// up at its deadline, well inside the minute its unit counts: the client gets a 503 with
+/// Retry-After and the unit is given back, so no stall can outlive the unit that paid for it.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_search_that_passes_its_deadline_is_refused_and_refunded(pool: PgPool) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let engine = common::demo_engine(&pool)
+        .await
+        .with_reranker(Arc::new(SlowCountingReranker {
+            delay: Duration::from_secs(3),
+            calls: calls.clone(),
+        }));
+    let app = common::spawn_app_on(pool.clone(), engine, |config| {
+        config.search_deadline_ms = 500;
+    })
+    .await;
+    let browser = Browser::new(&app);
+    let started = std::time::Instant::now();
+    let response = browser
+        .get("/api/search?q=piratas+buscando+un+tesoro")
+        .await;
+    assert_eq!(response.status(), 503);
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(response.headers()["retry-after"], "5");
+    assert_eq!(units(&pool).await, (0, 0, 1));
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}

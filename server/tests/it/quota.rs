@@ -18,7 +18,7 @@ async fn reserve(
 ) -> Result<Reservation, sqlx::Error> {
     let reservation = quota::reserve(pool, subject, plan, key, at).await?;
     if let Reservation::Counted { usage_id, .. } = reservation {
-        quota::confirm(pool, usage_id).await?;
+        assert!(quota::confirm(pool, usage_id, plan).await?);
     }
     Ok(reservation)
 }
@@ -88,7 +88,11 @@ async fn a_repeat_is_free_only_once_the_earlier_unit_is_confirmed(pool: PgPool) 
         matches!(while_pending, Reservation::Counted { .. }),
         "{while_pending:?}"
     );
-    quota::confirm(&pool, usage_id).await.unwrap();
+    assert!(
+        quota::confirm(&pool, usage_id, Plan::Anonymous)
+            .await
+            .unwrap()
+    );
     let after_confirm = quota::reserve(&pool, "visitor:a", Plan::Anonymous, "same query", Some(T0))
         .await
         .unwrap();
@@ -321,6 +325,7 @@ async fn ids_banked_on_earlier_days_cannot_burst_past_the_networks_daily_searche
     let rules = quota::Rules {
         new_visitors_per_network_per_day: 3,
         anonymous_searches_per_network_per_day: 12,
+        ..quota::Rules::default()
     };
     let search = |subject: String, key: String, at: &'static str| {
         let pool = pool.clone();
@@ -334,7 +339,11 @@ async fn ids_banked_on_earlier_days_cannot_burst_past_the_networks_daily_searche
                 .await
                 .unwrap();
             if let Reservation::Counted { usage_id, .. } = outcome {
-                quota::confirm(&pool, usage_id).await.unwrap();
+                assert!(
+                    quota::confirm(&pool, usage_id, Plan::Anonymous)
+                        .await
+                        .unwrap()
+                );
             }
             outcome
         }
@@ -384,4 +393,72 @@ async fn a_reservation_whose_search_never_answered_lapses_after_a_minute(pool: P
         .await
         .unwrap();
     assert!(matches!(again, Reservation::Counted { .. }), "{again:?}");
+}
+
+/// A search that outran its unit (the database stalled for over a minute): meanwhile the unit
+/// stopped counting and the whole allowance was spent again. Its late confirmation must not
+/// make it one more than the allowance; it is given back instead (the search is not served).
+#[sqlx::test(migrations = "../migrations")]
+async fn a_confirmation_after_the_unit_lapsed_rechecks_the_allowance(pool: PgPool) {
+    let stalled = quota::reserve(&pool, "visitor:late", Plan::Anonymous, "stalled", None)
+        .await
+        .unwrap();
+    let Reservation::Counted { usage_id, .. } = stalled else {
+        panic!("{stalled:?}")
+    };
+    // Over a minute later, as the clock of the database sees it.
+    sqlx::query(
+        "UPDATE search_usage SET counted_at = counted_at - interval '61 seconds' WHERE id = $1",
+    )
+    .bind(usage_id)
+    .execute(&pool)
+    .await
+    .unwrap();
+    let now: String = sqlx::query_scalar(
+        "SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    spend(&pool, "visitor:late", Plan::Anonymous, 10, &now).await;
+    assert!(
+        !quota::confirm(&pool, usage_id, Plan::Anonymous)
+            .await
+            .unwrap()
+    );
+    let usage = quota::usage(&pool, "visitor:late", Plan::Anonymous, None)
+        .await
+        .unwrap();
+    assert_eq!(usage.used, 10);
+    let refunded: bool =
+        sqlx::query_scalar("SELECT refunded_at IS NOT NULL FROM search_usage WHERE id = $1")
+            .bind(usage_id)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert!(refunded);
+}
+
+/// A late confirmation that still fits is kept, and confirming twice changes nothing.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_late_confirmation_that_fits_is_kept_once(pool: PgPool) {
+    let stalled = quota::reserve(&pool, "visitor:slow", Plan::Free, "stalled", None)
+        .await
+        .unwrap();
+    let Reservation::Counted { usage_id, .. } = stalled else {
+        panic!("{stalled:?}")
+    };
+    sqlx::query(
+        "UPDATE search_usage SET counted_at = counted_at - interval '61 seconds' WHERE id = $1",
+    )
+    .bind(usage_id)
+    .execute(&pool)
+    .await
+    .unwrap();
+    assert!(quota::confirm(&pool, usage_id, Plan::Free).await.unwrap());
+    assert!(quota::confirm(&pool, usage_id, Plan::Free).await.unwrap());
+    let usage = quota::usage(&pool, "visitor:slow", Plan::Free, None)
+        .await
+        .unwrap();
+    assert_eq!(usage.used, 1);
 }
