@@ -82,6 +82,7 @@ export default defineConfig({
       ZENBU_MAIL_FROM: 'Zenbu <no-reply@zenbu.test>',
       // Every browser context is a new anonymous visitor from 127.0.0.1.
       ZENBU_NEW_VISITORS_PER_NETWORK: '100000',
+      ZENBU_ANONYMOUS_SEARCHES_PER_NETWORK: '100000',
       ZENBU_PUBLIC_URL: `http://127.0.0.1:${port}`,
       STRIPE_SECRET_KEY: 'sk_test_e2e',
       STRIPE_PRICE_ID: 'price_test_premium',

@@ -404,6 +404,8 @@ pub struct Texts {
     pub empty_query: &'static str,
     /// A search link opened from another site: shown prefilled, not run.
     pub from_another_site: &'static str,
+    /// A search page loaded ahead of time (a prefetch) or only for its headers: not run.
+    pub not_requested: &'static str,
     pub branch_words: &'static str,
     pub branch_meaning: &'static str,
     pub branch_both: &'static str,
@@ -546,6 +548,7 @@ pub static EN: Texts = Texts {
     search_failed: "Search failed on our side. Please try again in a moment.",
     empty_query: "Describe the anime you are looking for first.",
     from_another_site: "This search was opened from another site, so it has not run yet (it would count towards your searches). Press Search to run it.",
+    not_requested: "This page was loaded ahead of time, so the search has not run yet (it would count towards your searches). Press Search to run it.",
     branch_words: "words",
     branch_meaning: "meaning",
     branch_both: "words + meaning",
@@ -684,6 +687,7 @@ pub static ES: Texts = Texts {
     search_failed: "La búsqueda falló por nuestra parte. Vuelve a intentarlo en un momento.",
     empty_query: "Primero describe el anime que buscas.",
     from_another_site: "Esta búsqueda se abrió desde otro sitio, así que aún no se ha hecho (contaría entre tus búsquedas). Pulsa Buscar para hacerla.",
+    not_requested: "Esta página se cargó por adelantado, así que la búsqueda aún no se ha hecho (contaría entre tus búsquedas). Pulsa Buscar para hacerla.",
     branch_words: "palabras",
     branch_meaning: "significado",
     branch_both: "palabras + significado",

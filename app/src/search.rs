@@ -220,6 +220,9 @@ pub enum Refusal {
     /// The search link was followed from another site (`Sec-Fetch-Site: cross-site`): the form
     /// is shown filled in and runs, and is charged, only when submitted here.
     FromAnotherSite,
+    /// The page was fetched ahead of time (`Sec-Purpose: prefetch`) or only for its headers
+    /// (`HEAD`): nobody asked for the search yet, so it is shown filled in and not run.
+    NotRequested,
 }
 
 /// Everything the anime page shows.

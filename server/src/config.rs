@@ -164,21 +164,22 @@ pub struct Config {
     )]
     pub ipv6_network_prefix: u8,
 
-    /// How many new anonymous visitors one network may start in 24 hours.
+    /// How many new anonymous visitors one network may start in 24 hours (a shared address,
+    /// such as an office's or a carrier's, is one network: docs/architecture.md).
     #[arg(
         long,
         env = "ZENBU_NEW_VISITORS_PER_NETWORK",
-        default_value_t = 20,
+        default_value_t = 3,
         global = true
     )]
     pub new_visitors_per_network: i64,
 
     /// How many searches without an account one network may make in 24 hours, whatever the
-    /// visitor ids (default: what the day's new visitors can make, 20 x 10).
+    /// visitor ids (default: what the day's new visitors can make, 3 x 10).
     #[arg(
         long,
         env = "ZENBU_ANONYMOUS_SEARCHES_PER_NETWORK",
-        default_value_t = 200,
+        default_value_t = 30,
         global = true
     )]
     pub anonymous_searches_per_network: i64,

@@ -66,6 +66,12 @@ pub fn quota_refused(reason: &'static str) {
     metrics::counter!("zenbu_quota_refusals_total", "reason" => reason).increment(1);
 }
 
+/// A query searched as typed because its translation failed: `busy` (no pipeline free within
+/// the budget), `timeout` or `error`.
+pub fn translation_failed(reason: &'static str) {
+    metrics::counter!("zenbu_translation_failures_total", "reason" => reason).increment(1);
+}
+
 /// A metered search given up at its deadline (its unit refunded).
 pub fn search_deadline_passed() {
     metrics::counter!("zenbu_search_deadline_passed_total").increment(1);

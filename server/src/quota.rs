@@ -97,8 +97,9 @@ impl Usage {
 pub enum Reservation {
     /// One unit recorded; refund it with this id if the search fails outright.
     Counted { usage_id: i64, usage: Usage },
-    /// The same query was counted within the last 3 minutes: it runs for free.
-    Repeat { usage: Usage },
+    /// The same query was counted within the last 3 minutes (as unit `of`): it is free, and
+    /// shows the page stored with that unit when there is one.
+    Repeat { usage: Usage, of: i64 },
     /// The allowance is used up: the search must not run.
     Refused { usage: Usage },
     /// A new anonymous id, from a network that started too many today: the search must not run.
@@ -136,9 +137,9 @@ pub struct Rules {
 impl Default for Rules {
     fn default() -> Self {
         Self {
-            new_visitors_per_network_per_day: 20,
+            new_visitors_per_network_per_day: 3,
             // As many as the new ids of a day can make.
-            anonymous_searches_per_network_per_day: 20 * Plan::Anonymous.limit(),
+            anonymous_searches_per_network_per_day: 3 * Plan::Anonymous.limit(),
             deadline: Duration::from_secs(20),
         }
     }
@@ -181,7 +182,7 @@ pub async fn reserve_for(
         now,
         used,
         resets_on,
-        repeat,
+        repeat_of,
     } = sqlx::query_as(&standing_sql(plan))
         .bind(subject)
         .bind(at)
@@ -194,8 +195,8 @@ pub async fn reserve_for(
         resets_on,
     };
     let network = payer.network.as_deref().filter(|_| plan == Plan::Anonymous);
-    let reservation = if repeat {
-        Reservation::Repeat { usage }
+    let reservation = if let Some(of) = repeat_of {
+        Reservation::Repeat { usage, of }
     } else if used >= plan.limit() {
         Reservation::Refused { usage }
     } else if let Some(network) = network
@@ -308,19 +309,26 @@ async fn network_refusal(
     Ok(None)
 }
 
-/// Makes a reserved unit final: its search answered. Returns whether it is (a confirmed unit
+/// Makes a reserved unit final: its search answered, with the page it `served` (kept for free
+/// repeats of the query, see `run_metered`). Returns whether it is (a confirmed unit
 /// stays confirmed). A unit still in flight is confirmed at once. One that lapsed meanwhile
 /// (its search outran [`IN_FLIGHT`]: a stalled database) stopped counting, so other searches
 /// may have been counted in its place: it is confirmed only if it still fits the allowance of
 /// its period, decided under the subject's lock as [`reserve`] decides, and given back
 /// otherwise (the search must then not be served).
-pub async fn confirm(pool: &PgPool, usage_id: i64, plan: Plan) -> Result<bool, sqlx::Error> {
+pub async fn confirm(
+    pool: &PgPool,
+    usage_id: i64,
+    plan: Plan,
+    served: Option<&serde_json::Value>,
+) -> Result<bool, sqlx::Error> {
     let on_time = sqlx::query(&format!(
-        "UPDATE search_usage SET confirmed_at = now()
+        "UPDATE search_usage SET confirmed_at = now(), served = $2
           WHERE id = $1 AND refunded_at IS NULL AND confirmed_at IS NULL
             AND counted_at > now() - interval '{IN_FLIGHT}'"
     ))
     .bind(usage_id)
+    .bind(served)
     .execute(pool)
     .await?;
     if on_time.rows_affected() == 1 {
@@ -358,7 +366,8 @@ pub async fn confirm(pool: &PgPool, usage_id: i64, plan: Plan) -> Result<bool, s
          decided AS (
              UPDATE search_usage s
                 SET confirmed_at = CASE WHEN fits.fits THEN now() END,
-                    refunded_at = CASE WHEN fits.fits THEN NULL ELSE now() END
+                    refunded_at = CASE WHEN fits.fits THEN NULL ELSE now() END,
+                    served = CASE WHEN fits.fits THEN $3::jsonb END
                FROM fits
               WHERE s.id = fits.id AND fits.refunded_at IS NULL AND fits.confirmed_at IS NULL
           RETURNING fits.fits
@@ -368,6 +377,7 @@ pub async fn confirm(pool: &PgPool, usage_id: i64, plan: Plan) -> Result<bool, s
     ))
     .bind(usage_id)
     .bind(plan.limit())
+    .bind(served)
     .fetch_one(&mut *tx)
     .await?;
     tx.commit().await?;
@@ -378,6 +388,20 @@ pub async fn confirm(pool: &PgPool, usage_id: i64, plan: Plan) -> Result<bool, s
         );
     }
     Ok(confirmed)
+}
+
+/// The page stored with a confirmed unit (see [`confirm`]), if it is still kept and readable.
+async fn served_page(
+    pool: &PgPool,
+    usage_id: i64,
+) -> Result<Option<app::search::SearchResults>, sqlx::Error> {
+    let stored: Option<serde_json::Value> =
+        sqlx::query_scalar("SELECT served FROM search_usage WHERE id = $1")
+            .bind(usage_id)
+            .fetch_optional(pool)
+            .await?
+            .flatten();
+    Ok(stored.and_then(|page| serde_json::from_value(page).ok()))
 }
 
 /// Gives a counted unit back (the search it paid for failed outright). Idempotent.
@@ -427,12 +451,12 @@ struct Standing {
     now: String,
     used: i64,
     resets_on: String,
-    /// The query was counted and confirmed within the repeat window.
-    repeat: bool,
+    /// The latest unit that counted and confirmed the query within the repeat window.
+    repeat_of: Option<i64>,
 }
 
-/// The clock, units used this period, the next period's first day and whether `$3` was counted
-/// and confirmed within the repeat window, for subject `$1` at time `$2` (NULL: now). A pending
+/// The clock, units used this period, the next period's first day and the unit that counted
+/// and confirmed `$3` within the repeat window (if any), for subject `$1` at time `$2` (NULL: now). A pending
 /// unit does not make a repeat free: its search may never answer.
 fn standing_sql(plan: Plan) -> String {
     let period = plan.period();
@@ -449,11 +473,12 @@ fn standing_sql(plan: Plan) -> String {
                   WHERE u.subject = $1 AND {live}
                     AND u.counted_at >= p.starts AND u.counted_at < p.ends) AS used,
                 to_char(p.ends AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS resets_on,
-                EXISTS (SELECT 1 FROM search_usage u
-                         WHERE u.subject = $1 AND u.query_key = $3
-                           AND u.refunded_at IS NULL AND u.confirmed_at IS NOT NULL
-                           AND u.counted_at > p.t - interval '{REPEAT_WINDOW}'
-                           AND u.counted_at <= p.t) AS repeat
+                (SELECT u.id FROM search_usage u
+                  WHERE u.subject = $1 AND u.query_key = $3
+                    AND u.refunded_at IS NULL AND u.confirmed_at IS NOT NULL
+                    AND u.counted_at > p.t - interval '{REPEAT_WINDOW}'
+                    AND u.counted_at <= p.t
+                  ORDER BY u.counted_at DESC LIMIT 1) AS repeat_of
          FROM period p"
     )
 }
@@ -597,7 +622,19 @@ async fn run_metered(
     let plan = payer.plan;
     let reservation = reserve_for(engine.pool(), payer, rules, key, None).await?;
     let usage = match &reservation {
-        Reservation::Counted { usage, .. } | Reservation::Repeat { usage } => usage.clone(),
+        Reservation::Counted { usage, .. } => usage.clone(),
+        Reservation::Repeat { usage, of } => {
+            // The page the counted search served, when the results cache did not keep it (a
+            // degraded page, e.g. one whose translation failed): a free repeat must not buy a
+            // pipeline run each time.
+            if let Some(mut page) = served_page(engine.pool(), *of).await? {
+                page.cached = true;
+                page.took_ms = 0.0;
+                page.quota = Some(info(plan, usage));
+                return Ok(page);
+            }
+            usage.clone()
+        }
         Reservation::Refused { usage } => {
             crate::metrics::quota_refused("exhausted");
             return Err(Metered::Exhausted(info(plan, usage)));
@@ -611,7 +648,9 @@ async fn run_metered(
             return Err(Metered::NetworkBusy { per_day: *per_day });
         }
     };
-    let outcome = match tokio::time::timeout(rules.deadline, engine.search(query, filters)).await {
+    let outcome = match tokio::time::timeout(rules.deadline, engine.search_kept(query, filters))
+        .await
+    {
         Ok(outcome) => outcome,
         Err(_) => {
             crate::metrics::search_deadline_passed();
@@ -620,13 +659,18 @@ async fn run_metered(
         }
     };
     match outcome {
-        Ok(mut results) => {
+        Ok((mut results, kept)) => {
             if let Reservation::Counted { usage_id, .. } = reservation {
                 // Not confirmed (the database just went away, or the unit lapsed and others
                 // took its place): not served; a pending unit gives itself back.
+                // A page the results cache kept is found there by a repeat (fresh, should the
+                // catalog change); one it did not keep is stored with the unit.
+                let served = (!kept)
+                    .then(|| serde_json::to_value(&results).ok())
+                    .flatten();
                 let confirmed = tokio::time::timeout(
                     BOOKKEEPING_TIMEOUT,
-                    confirm(engine.pool(), usage_id, plan),
+                    confirm(engine.pool(), usage_id, plan, served.as_ref()),
                 )
                 .await
                 .map_err(|_| crate::search::SearchError::TimedOut(BOOKKEEPING_TIMEOUT))??;

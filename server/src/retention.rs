@@ -5,6 +5,7 @@
 //! |---|---|---|
 //! | delivered or given-up mail | 30 days | support questions ("I never got the link") |
 //! | Stripe webhook events, payment failures | 90 days | replays are refused by their signature's age long before; the account page shows recent failures |
+//! | the page a counted search served | an hour | a repeat of the query within 3 minutes is served from it |
 //! | counted searches | a year and a day | the longest allowance period (anonymous: a year) |
 //! | anonymous visitors' first search | a year | the same |
 //! | network addresses on counted searches and first searches | a day | the per-network daily caps read them |
@@ -49,6 +50,8 @@ pub async fn sweep(pool: &PgPool) -> Result<u64, sqlx::Error> {
     for statement in [
         "DELETE FROM search_usage WHERE counted_at < now() - interval '1 year 1 day'",
         "DELETE FROM anonymous_starts WHERE started_at < now() - interval '1 year'",
+        "UPDATE search_usage SET served = NULL
+          WHERE served IS NOT NULL AND counted_at < now() - interval '1 hour'",
         "UPDATE search_usage SET network = NULL
           WHERE network IS NOT NULL AND counted_at < now() - interval '1 day'",
         "UPDATE anonymous_starts SET network = NULL

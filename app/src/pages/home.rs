@@ -259,7 +259,7 @@ fn RefusalNotice(refusal: Refusal) -> impl IntoView {
         Refusal::QuotaExhausted(_)
         | Refusal::TooManyNewVisitors { .. }
         | Refusal::TooManyFromNetwork { .. } => http::StatusCode::TOO_MANY_REQUESTS,
-        Refusal::FromAnotherSite => http::StatusCode::OK,
+        Refusal::FromAnotherSite | Refusal::NotRequested => http::StatusCode::OK,
     });
     match refusal {
         Refusal::EmptyQuery => {
@@ -274,6 +274,10 @@ fn RefusalNotice(refusal: Refusal) -> impl IntoView {
         }
         Refusal::FromAnotherSite => {
             view! { <p class="notice from-another-site" role="status">{t.from_another_site}</p> }
+                .into_any()
+        }
+        Refusal::NotRequested => {
+            view! { <p class="notice from-another-site" role="status">{t.not_requested}</p> }
                 .into_any()
         }
         Refusal::QuotaExhausted(quota) => view! {

@@ -75,6 +75,9 @@ impl Backend for PagesBackend {
         if super::security::from_another_site(&request.headers) {
             return Err(PageError::Refused(Refusal::FromAnotherSite));
         }
+        if super::security::not_requested(request) {
+            return Err(PageError::Refused(Refusal::NotRequested));
+        }
         let (payer, _) = accounts::payer(self.search.pool(), request).await?;
         self.meter
             .search(&self.search, &payer, &self.site.rules, query, filters)

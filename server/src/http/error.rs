@@ -42,6 +42,9 @@ pub enum ApiError {
     /// spend the visitor's allowance without them asking.
     #[error("searches are not run for requests from another site")]
     CrossSite,
+    /// A `HEAD` or a prefetch of a metered request: nobody asked for the search yet.
+    #[error("searches are not run for HEAD requests or prefetches")]
+    NotRequested,
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
 }
@@ -107,7 +110,7 @@ impl IntoResponse for ApiError {
             ApiError::QuotaExhausted(_)
             | ApiError::TooManyNewVisitors(_)
             | ApiError::TooManyFromNetwork(_) => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::CrossSite => StatusCode::FORBIDDEN,
+            ApiError::CrossSite | ApiError::NotRequested => StatusCode::FORBIDDEN,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
         // The cause goes to the log, never to the client.

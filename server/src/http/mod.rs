@@ -317,6 +317,9 @@ async fn api_search(
     if security::from_another_site(&request.headers) {
         return Err(ApiError::CrossSite);
     }
+    if security::not_requested(&request) {
+        return Err(ApiError::NotRequested);
+    }
     let (payer, _) = crate::accounts::payer(&state.pool, &request).await?;
     let results = state
         .meter

@@ -39,3 +39,21 @@ pub fn from_another_site(headers: &HeaderMap) -> bool {
         .get("sec-fetch-site")
         .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"cross-site"))
 }
+
+/// Whether nobody asked for this request's search yet: a `HEAD` (a link checker, a preview bot:
+/// axum answers it with the GET handler and drops the body) or a prefetch a browser made ahead
+/// of a click that may never come (`Sec-Purpose: prefetch`, and the older `Purpose: prefetch`
+/// and `X-Moz: prefetch`). Metered requests refuse these before anything is charged.
+pub fn not_requested(request: &axum::http::request::Parts) -> bool {
+    let says_prefetch = |name: &str| {
+        request.headers.get(name).is_some_and(|value| {
+            value
+                .to_str()
+                .is_ok_and(|value| value.to_ascii_lowercase().contains("prefetch"))
+        })
+    };
+    request.method == axum::http::Method::HEAD
+        || says_prefetch("sec-purpose")
+        || says_prefetch("purpose")
+        || says_prefetch("x-moz")
+}

@@ -220,6 +220,11 @@ pub fn check_filters(filters: &Filters) -> Result<(), SearchError> {
 
 /// The query as the pipeline reads it: control characters removed, spaces collapsed, bounded.
 pub fn clean_query(raw: &str) -> Result<String, SearchError> {
+    // No character is over 4 bytes: a longer text is refused before any pass over it (NFKC
+    // below can make it up to eighteen times longer).
+    if raw.len() > 4 * MAX_QUERY_CHARS {
+        return Err(SearchError::QueryTooLong(raw.chars().count()));
+    }
     let cleaned: String = raw
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
@@ -491,19 +496,40 @@ impl SearchEngine {
     }
 
     /// [`search`](Self::search) with the time of each stage; `total` covers the whole page.
-    /// The steps: the results cache, then the pipeline ([`search_traced`](Self::search_traced)),
-    /// and the page kept unless it is degraded.
     pub async fn search_timed(
         &self,
         raw: &str,
         filters: &Filters,
     ) -> Result<(SearchResults, StageTimes), SearchError> {
+        let (results, times, _) = self.search_page(raw, filters).await?;
+        Ok((results, times))
+    }
+
+    /// [`search`](Self::search), and whether the page is in the results cache (read from it,
+    /// or kept): an identical search then finds it there, and a degraded page (not kept) would
+    /// run the pipeline again.
+    pub async fn search_kept(
+        &self,
+        raw: &str,
+        filters: &Filters,
+    ) -> Result<(SearchResults, bool), SearchError> {
+        let (results, _, kept) = self.search_page(raw, filters).await?;
+        Ok((results, kept))
+    }
+
+    /// The steps: the results cache, then the pipeline ([`search_traced`](Self::search_traced)),
+    /// and the page kept unless it is degraded.
+    async fn search_page(
+        &self,
+        raw: &str,
+        filters: &Filters,
+    ) -> Result<(SearchResults, StageTimes, bool), SearchError> {
         let started = Instant::now();
         let query = clean_query(raw)?;
         check_filters(filters)?;
         let key = cache::results_key(&self.pipeline_fingerprint(), &query, filters);
-        if let Some(page) = self.cached_page(&key, &query, started).await? {
-            return Ok(page);
+        if let Some((results, times)) = self.cached_page(&key, &query, started).await? {
+            return Ok((results, times, true));
         }
         let version = cache::catalog_version(&self.reads).await?;
         let (results, trace) = self.run_pipeline(query, filters, started).await?;
@@ -513,15 +539,19 @@ impl SearchEngine {
             results.ranking == Ranking::Fallback,
         );
         // A degraded page is not kept: the next search should get the full pipeline again.
-        if self.caches
+        let keep = self.caches
             && results.semantic
             && results.ranking != Ranking::Fallback
-            && !trace.retrieval.translation_failed
-            && let Err(error) = cache::put_results(&self.pool, &key, version, &results).await
-        {
-            tracing::warn!(%error, "results not cached");
-        }
-        Ok((results, trace.times))
+            && !trace.retrieval.translation_failed;
+        let kept = keep
+            && match cache::put_results(&self.pool, &key, version, &results).await {
+                Ok(()) => true,
+                Err(error) => {
+                    tracing::warn!(%error, "results not cached");
+                    false
+                }
+            };
+        Ok((results, trace.times, kept))
     }
 
     /// The page for `raw` with every stage's output, computed afresh (the results cache is
@@ -900,6 +930,13 @@ mod tests {
         assert!(matches!(
             clean_query(&expanding),
             Err(SearchError::QueryTooLong(n)) if n > 10 * MAX_QUERY_CHARS
+        ));
+        // Over four bytes a character allows: refused before any pass over it (what it is
+        // refused for is its length as sent, not its eighteenfold NFKC expansion).
+        let huge = "\u{FDFA}".repeat(700_000);
+        assert!(matches!(
+            clean_query(&huge),
+            Err(SearchError::QueryTooLong(700_000))
         ));
     }
 

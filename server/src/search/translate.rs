@@ -6,9 +6,11 @@
 //! both texts and the vector branch the mean of both vectors (see `server eval` for what each
 //! gains, per language).
 //!
-//! One Apertium pipeline runs for the life of the server, because starting one costs ~100 ms
-//! (it loads its transducers) and a translation ~3 ms. It is fed one query at a time in
-//! null-flush mode. A query counts as Spanish when Apertium's analyser knows most of its words
+//! A few Apertium pipelines ([`PIPELINES`]) run for the life of the server, because starting
+//! one costs ~100 ms (it loads its transducers) and a translation ~3 ms. Each is fed one query
+//! at a time in null-flush mode; a query waits for a free one within its [`BUDGET`] (the wait
+//! counts), so a queue of searches cannot hold a search past its budget. Each stage is a process
+//! of its own (no shell between), so a pipeline that fails is killed whole. A query counts as Spanish when Apertium's analyser knows most of its words
 //! (it marks the others); English and romanised Japanese queries are left as typed. When
 //! Apertium is missing, fails or takes longer than [`BUDGET`], the query is searched as typed.
 //!
@@ -44,6 +46,18 @@ pub const MIN_SPANISH_SHARE: f32 = 0.5;
 const MAX_OUTPUT_BYTES: usize = 16 * 1024;
 /// Unknown words of one query whose other spellings are tried (the rest stay as typed).
 const MAX_RESTORED_WORDS: usize = 12;
+/// Other spellings tried per unknown word, and in all: a made-up word has as many accent
+/// variants as letters, and a query of long made-up words once made a 68 KB call.
+const MAX_SPELLINGS_PER_WORD: usize = 12;
+const MAX_SPELLINGS: usize = 96;
+/// A longer unknown word is not respelled (Spanish words this long are rare; made-up ones not).
+const MAX_RESPELLED_CHARS: usize = 20;
+/// The most one call to a pipeline may carry: a whole query at its longest (1 000 characters of
+/// up to 4 bytes) and the respellings fit; anything longer is searched as typed.
+pub const MAX_CALL_BYTES: usize = 4 * 1024 + 64;
+/// Pipelines kept running: a search waits for a free one (within its budget) rather than for
+/// every search ahead of it.
+pub const PIPELINES: usize = 2;
 
 /// The pipeline of Apertium's `spa-eng` mode, one program per stage, each flushing its output
 /// at every NUL (`-z`). Generation without `-n`, so unknown words come out marked with `*`.
@@ -325,39 +339,63 @@ pub(crate) fn shell_quoted(path: &Path) -> String {
     format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
 }
 
+/// One `spa-eng` pipeline: a process per stage, each reading the one before through a pipe.
 struct Pipeline {
-    shell: Child,
+    stages: Vec<Child>,
     input: ChildStdin,
     output: BufReader<ChildStdout>,
 }
 
 impl Pipeline {
     fn start(data: &Path) -> std::io::Result<Self> {
-        let quoted = shell_quoted(data);
-        let script = STAGES
-            .iter()
-            .map(|stage| stage.replace("{d}", &quoted))
-            .collect::<Vec<_>>()
-            .join(" | ");
-        let mut shell = Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()?;
-        let input = shell.stdin.take().expect("piped");
-        let output = BufReader::new(shell.stdout.take().expect("piped"));
+        let data = data.display().to_string();
+        let mut stages: Vec<Child> = Vec::with_capacity(STAGES.len());
+        let mut input = None;
+        let mut previous: Option<ChildStdout> = None;
+        for stage in STAGES {
+            let mut words = stage
+                .split_whitespace()
+                .map(|word| word.replace("{d}", &data));
+            let program = words.next().expect("a stage names its program");
+            let stdin: Stdio = match previous.take() {
+                Some(stdout) => stdout.try_into()?,
+                None => Stdio::piped(),
+            };
+            let mut child = Command::new(program)
+                .args(words)
+                .stdin(stdin)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .kill_on_drop(true)
+                .spawn()?;
+            if input.is_none() {
+                input = child.stdin.take();
+            }
+            previous = child.stdout.take();
+            stages.push(child);
+        }
         Ok(Self {
-            shell,
-            input,
-            output,
+            stages,
+            input: input.expect("the first stage's input is piped"),
+            output: BufReader::new(previous.expect("the last stage's output is piped")),
         })
+    }
+
+    /// Kills every stage now (dropping the children would too, but not before the next start).
+    fn kill(mut self) {
+        for stage in &mut self.stages {
+            let _ = stage.start_kill();
+        }
     }
 
     async fn translate(&mut self, text: &str) -> std::io::Result<String> {
         let mut message = stream_text(text).into_bytes();
+        if message.len() > MAX_CALL_BYTES {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "too long for one call",
+            ));
+        }
         message.extend(std::iter::repeat_n(0u8, FLUSHES));
         self.input.write_all(&message).await?;
         self.input.flush().await?;
@@ -382,6 +420,30 @@ impl Pipeline {
     }
 }
 
+/// The unknown words of a Spanish query worth respelling, each with the spellings to try
+/// (bounded: see [`MAX_SPELLINGS`]).
+fn spellings_to_try(unknown: &[String]) -> Vec<(String, Vec<String>)> {
+    let mut tried: Vec<(String, Vec<String>)> = Vec::new();
+    let mut total = 0;
+    for word in unknown {
+        if tried.len() == MAX_RESTORED_WORDS || total == MAX_SPELLINGS {
+            break;
+        }
+        if word.chars().count() > MAX_RESPELLED_CHARS {
+            continue;
+        }
+        let mut variants: Vec<String> = everyday_word(word).map(String::from).into_iter().collect();
+        variants.extend(base_forms(word));
+        variants.extend(accent_variants(word));
+        variants.truncate(MAX_SPELLINGS_PER_WORD.min(MAX_SPELLINGS - total));
+        if !variants.is_empty() {
+            total += variants.len();
+            tried.push((word.clone(), variants));
+        }
+    }
+    tried
+}
+
 /// The query's translation, after respelling the words Apertium did not know (their plain forms,
 /// their accents) when the query reads as Spanish: an English query's unknown words are
 /// English, not Spanish typed loosely, and are not tried.
@@ -391,20 +453,7 @@ async fn read_in_english(pipeline: &mut Pipeline, query: &str) -> std::io::Resul
     if !first.is_spanish() {
         return Ok(first);
     }
-    let tried: Vec<(String, Vec<String>)> = first
-        .unknown
-        .iter()
-        .cloned()
-        .map(|word| {
-            let mut variants: Vec<String> =
-                everyday_word(&word).map(String::from).into_iter().collect();
-            variants.extend(base_forms(&word));
-            variants.extend(accent_variants(&word));
-            (word, variants)
-        })
-        .filter(|(_, variants)| !variants.is_empty())
-        .take(MAX_RESTORED_WORDS)
-        .collect();
+    let tried = spellings_to_try(&first.unknown);
     if tried.is_empty() {
         return Ok(first);
     }
@@ -433,7 +482,9 @@ async fn read_in_english(pipeline: &mut Pipeline, query: &str) -> std::io::Resul
 /// Spanish to English through one long-lived Apertium pipeline.
 pub struct Translator {
     data: PathBuf,
-    pipeline: Mutex<Option<Pipeline>>,
+    /// [`PIPELINES`] slots, each started on first use and again after a failure.
+    pipelines: Vec<Mutex<Option<Pipeline>>>,
+    budget: Duration,
 }
 
 impl std::fmt::Debug for Translator {
@@ -465,8 +516,44 @@ impl Translator {
         }
         Some(Self {
             data: data.to_path_buf(),
-            pipeline: Mutex::new(None),
+            pipelines: (0..PIPELINES).map(|_| Mutex::new(None)).collect(),
+            budget: BUDGET,
         })
+    }
+
+    /// The same translator with another time budget per query (tests: a budget too short for
+    /// any translation).
+    pub fn with_budget(mut self, budget: Duration) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// The process ids of every running pipeline stage (tests check that none outlives a
+    /// failure).
+    pub async fn process_ids(&self) -> Vec<u32> {
+        let mut ids = Vec::new();
+        for slot in &self.pipelines {
+            if let Some(pipeline) = slot.lock().await.as_ref() {
+                ids.extend(pipeline.stages.iter().filter_map(Child::id));
+            }
+        }
+        ids
+    }
+
+    /// A free pipeline slot, waiting for one until `deadline`.
+    async fn free_slot(
+        &self,
+        deadline: tokio::time::Instant,
+    ) -> Option<tokio::sync::MutexGuard<'_, Option<Pipeline>>> {
+        if let Some(free) = self.pipelines.iter().find_map(|slot| slot.try_lock().ok()) {
+            return Some(free);
+        }
+        let waits = self.pipelines.iter().map(|slot| Box::pin(slot.lock()));
+        let first_free = futures_util::future::select_all(waits);
+        tokio::time::timeout_at(deadline, first_free)
+            .await
+            .ok()
+            .map(|(guard, _, _)| guard)
     }
 
     /// Names the translation data and how it is read (plain forms, accents and
@@ -479,22 +566,54 @@ impl Translator {
             .unwrap_or(0);
         let everyday = sha2::Sha256::digest(format!("{EVERYDAY_WORDS:?}").as_bytes());
         format!(
-            "apertium-spa-eng:{stamp}:plain-forms-and-accents-2:{}",
+            "apertium-spa-eng:{stamp}:plain-forms-and-accents-3:{}",
             &crate::catalog::document::hex(&everyday)[..12]
         )
     }
 
-    /// Starts the pipeline and waits for its first answer, so that the transducers load before
-    /// the first Spanish query rather than inside its [`BUDGET`] (~100 ms alone, past the budget
-    /// on a busy machine: the query was then searched untranslated). Whether it answered.
+    /// Starts the pipelines and waits for their first answers, so that the transducers load
+    /// before the first Spanish query rather than inside its [`BUDGET`] (~100 ms alone, past the
+    /// budget on a busy machine: the query was then searched untranslated). Whether they all
+    /// answered.
     pub async fn warm_up(&self) -> bool {
-        self.translate("hola").await.is_some()
+        let mut answered = true;
+        for slot in &self.pipelines {
+            let mut slot = slot.lock().await;
+            answered &= self
+                .translate_in(&mut slot, "hola", self.budget.max(Duration::from_secs(5)))
+                .await
+                .is_some();
+        }
+        answered
     }
 
     /// The query in English, or `None` when Apertium failed or ran out of time (the next call
     /// starts a new pipeline).
     pub async fn translate(&self, query: &str) -> Option<Translation> {
-        let mut slot = self.pipeline.lock().await;
+        if stream_text(query).len() > MAX_CALL_BYTES {
+            tracing::warn!(
+                bytes = query.len(),
+                "query too long to translate: searched as typed"
+            );
+            return None;
+        }
+        let started = tokio::time::Instant::now();
+        let Some(mut slot) = self.free_slot(started + self.budget).await else {
+            crate::metrics::translation_failed("busy");
+            tracing::warn!(budget = ?self.budget, "no translator free in time: query searched as typed");
+            return None;
+        };
+        let left = self.budget.saturating_sub(started.elapsed());
+        self.translate_in(&mut slot, query, left).await
+    }
+
+    /// [`translate`](Self::translate) in one pipeline slot, within `budget`.
+    async fn translate_in(
+        &self,
+        slot: &mut Option<Pipeline>,
+        query: &str,
+        budget: Duration,
+    ) -> Option<Translation> {
         if slot.is_none() {
             match Pipeline::start(&self.data) {
                 Ok(pipeline) => *slot = Some(pipeline),
@@ -505,20 +624,23 @@ impl Translator {
             }
         }
         let pipeline = slot.as_mut().expect("just started");
-        match tokio::time::timeout(BUDGET, read_in_english(pipeline, query)).await {
+        match tokio::time::timeout(budget, read_in_english(pipeline, query)).await {
             Ok(Ok(translation)) => Some(translation),
             failed => {
                 match failed {
                     Ok(Err(error)) => {
+                        crate::metrics::translation_failed("error");
                         tracing::warn!(%error, "translation failed: query searched as typed")
                     }
                     _ => {
-                        tracing::warn!(budget = ?BUDGET, "translation timed out: query searched as typed")
+                        crate::metrics::translation_failed("timeout");
+                        tracing::warn!(?budget, "translation timed out: query searched as typed")
                     }
                 }
-                // Its stream may be out of step now: start afresh next time.
-                if let Some(mut broken) = slot.take() {
-                    let _ = broken.shell.start_kill();
+                // Its stream may be out of step now: every stage goes, and the slot starts
+                // afresh next time.
+                if let Some(broken) = slot.take() {
+                    broken.kill();
                 }
                 None
             }
@@ -568,6 +690,28 @@ mod tests {
         for word in ["país", "Ñandu", "TENMA", "de", "r2d2"] {
             assert!(spelled(word).is_empty(), "{word}");
         }
+    }
+
+    #[test]
+    fn respellings_tried_for_one_query_are_bounded() {
+        // Thirteen made-up words of up to 20 letters, vowels and n's all through.
+        let unknown: Vec<String> = (0..13)
+            .map(|i| "nanenoni".repeat(3)[..12 + i % 9].to_string())
+            .collect();
+        let tried = spellings_to_try(&unknown);
+        let asked: Vec<&str> = tried
+            .iter()
+            .flat_map(|(_, v)| v.iter().map(String::as_str))
+            .collect();
+        assert!(asked.len() <= MAX_SPELLINGS, "{}", asked.len());
+        assert!(tried.iter().all(|(_, v)| v.len() <= MAX_SPELLINGS_PER_WORD));
+        assert!(asked.join(" ").len() <= MAX_CALL_BYTES);
+        // A real word keeps its spellings, the accented one among them.
+        let tried = spellings_to_try(&["despues".to_string(), "companero".to_string()]);
+        assert!(tried[0].1.contains(&"después".to_string()));
+        assert!(tried[1].1.contains(&"compañero".to_string()));
+        // A word longer than any Spanish word worth respelling is left as typed.
+        assert!(spellings_to_try(&["a".repeat(MAX_RESPELLED_CHARS + 1)]).is_empty());
     }
 
     #[test]

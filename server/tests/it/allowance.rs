@@ -222,3 +222,98 @@ async fn a_search_that_passes_its_deadline_is_refused_and_refunded(pool: PgPool)
     assert_eq!(units(&pool).await, (0, 0, 1));
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
+
+/// A page that is not cached (here its rerank stage ran out of time, so the fused order was
+/// served) must not make each free repeat a fresh pipeline run: the repeat shows the page its
+/// counted search served.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_free_repeat_shows_the_page_it_paid_for_without_running_again(pool: PgPool) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let engine = common::demo_engine(&pool)
+        .await
+        .with_reranker(Arc::new(SlowCountingReranker {
+            delay: Duration::from_millis(400),
+            calls: calls.clone(),
+        }))
+        .with_budgets(server::search::Budgets {
+            embed: Duration::from_secs(2),
+            rerank: Duration::from_millis(50),
+        });
+    let app = common::spawn_app_on(pool.clone(), engine, |_| {}).await;
+    let browser = Browser::new(&app);
+    let path = "/api/search?q=piratas+buscando+un+tesoro";
+    let first: serde_json::Value = browser.get(path).await.json().await.unwrap();
+    assert_eq!(first["ranking"], "Fallback", "{first}");
+    for _ in 0..3 {
+        let again: serde_json::Value = browser.get(path).await.json().await.unwrap();
+        assert_eq!(again["hits"], first["hits"]);
+        assert_eq!(again["quota"]["used"], 1);
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "one pipeline run");
+    assert_eq!(units(&pool).await, (1, 0, 0));
+}
+
+/// A `HEAD` (link checkers, preview bots) or a browser's prefetch of a search is not a search
+/// anyone asked for: it spends nothing; the page shows the form filled in.
+#[sqlx::test(migrations = "../migrations")]
+async fn head_requests_and_prefetches_spend_nothing(pool: PgPool) {
+    let app = common::spawn_app(pool.clone()).await;
+    let browser = Browser::new(&app);
+    browser.get("/").await;
+    let cookie = format!(
+        "{}={}",
+        server::accounts::visitor::COOKIE,
+        browser.cookie(server::accounts::visitor::COOKIE).unwrap()
+    );
+    let client = reqwest::Client::new();
+    for path in ["/?q=piratas+buscando+un+tesoro", "/api/search?q=piratas"] {
+        let head = client
+            .head(app.url(path))
+            .header("cookie", &cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_ne!(head.status(), 500, "{path}");
+        for (name, value) in [
+            ("sec-purpose", "prefetch"),
+            ("sec-purpose", "prefetch;prerender"),
+            ("purpose", "prefetch"),
+        ] {
+            let prefetch = client
+                .get(app.url(path))
+                .header("cookie", &cookie)
+                .header(name, value)
+                .send()
+                .await
+                .unwrap();
+            if path.starts_with("/api") {
+                assert_eq!(prefetch.status(), 403, "{path} {name}");
+            } else {
+                assert_eq!(prefetch.status(), 200);
+                let html = prefetch.text().await.unwrap();
+                assert!(html.contains("loaded ahead of time"), "{html}");
+                assert!(!html.contains(r#"class="hit""#), "no results: {html}");
+            }
+        }
+    }
+    assert_eq!(units(&pool).await, (0, 0, 0), "nothing charged");
+    // Asked for: searched and charged.
+    assert_eq!(used(&browser).await, 1);
+}
+
+/// The default per-network caps keep the anonymous tier near its intent: a script with many
+/// cookie jars on one address gets a few new ids a day (it got 20, ~6,000 searches a month, 30
+/// times Premium), then is asked to make an account.
+#[sqlx::test(migrations = "../migrations")]
+async fn one_network_starts_three_anonymous_visitors_a_day_by_default(pool: PgPool) {
+    let app = common::spawn_app(pool.clone()).await;
+    let mut statuses = Vec::new();
+    for jar in 0..5 {
+        let browser = Browser::new(&app);
+        let response = browser.get(&format!("/api/search?q=piratas+{jar}")).await;
+        statuses.push(response.status().as_u16());
+    }
+    assert_eq!(statuses, [200, 200, 200, 429, 429]);
+    let config = server::config::Config::from_args(&[]).unwrap();
+    assert_eq!(config.anonymous_searches_per_network, 3 * 10);
+}

@@ -18,7 +18,7 @@ async fn reserve(
 ) -> Result<Reservation, sqlx::Error> {
     let reservation = quota::reserve(pool, subject, plan, key, at).await?;
     if let Reservation::Counted { usage_id, .. } = reservation {
-        assert!(quota::confirm(pool, usage_id, plan).await?);
+        assert!(quota::confirm(pool, usage_id, plan, None).await?);
     }
     Ok(reservation)
 }
@@ -89,7 +89,7 @@ async fn a_repeat_is_free_only_once_the_earlier_unit_is_confirmed(pool: PgPool) 
         "{while_pending:?}"
     );
     assert!(
-        quota::confirm(&pool, usage_id, Plan::Anonymous)
+        quota::confirm(&pool, usage_id, Plan::Anonymous, None)
             .await
             .unwrap()
     );
@@ -340,7 +340,7 @@ async fn ids_banked_on_earlier_days_cannot_burst_past_the_networks_daily_searche
                 .unwrap();
             if let Reservation::Counted { usage_id, .. } = outcome {
                 assert!(
-                    quota::confirm(&pool, usage_id, Plan::Anonymous)
+                    quota::confirm(&pool, usage_id, Plan::Anonymous, None)
                         .await
                         .unwrap()
                 );
@@ -422,7 +422,7 @@ async fn a_confirmation_after_the_unit_lapsed_rechecks_the_allowance(pool: PgPoo
     .unwrap();
     spend(&pool, "visitor:late", Plan::Anonymous, 10, &now).await;
     assert!(
-        !quota::confirm(&pool, usage_id, Plan::Anonymous)
+        !quota::confirm(&pool, usage_id, Plan::Anonymous, None)
             .await
             .unwrap()
     );
@@ -455,8 +455,16 @@ async fn a_late_confirmation_that_fits_is_kept_once(pool: PgPool) {
     .execute(&pool)
     .await
     .unwrap();
-    assert!(quota::confirm(&pool, usage_id, Plan::Free).await.unwrap());
-    assert!(quota::confirm(&pool, usage_id, Plan::Free).await.unwrap());
+    assert!(
+        quota::confirm(&pool, usage_id, Plan::Free, None)
+            .await
+            .unwrap()
+    );
+    assert!(
+        quota::confirm(&pool, usage_id, Plan::Free, None)
+            .await
+            .unwrap()
+    );
     let usage = quota::usage(&pool, "visitor:slow", Plan::Free, None)
         .await
         .unwrap();

@@ -7,6 +7,8 @@ use app::search::Filters;
 use server::search::translate::{EVERYDAY_WORDS, Translator};
 use sqlx::PgPool;
 
+use server::search::translate::DEBIAN_DATA_DIR;
+
 use crate::common::{demo_engine, translator};
 
 const BRIEF_ES: &str = "algo tranquilo, de alguien que viaja solo y ayuda a la gente";
@@ -137,6 +139,118 @@ async fn the_stream_stays_in_step_over_reserved_characters_and_many_tasks() {
     for task in tasks {
         task.await.unwrap();
     }
+}
+
+/// ~950 characters of made-up Spanish-looking words between real ones: each made-up word has as
+/// many accent spellings as letters, and trying them all once made one ~68 KB call that failed
+/// and restarted the pipeline. The respellings are bounded, so it translates like any query.
+#[tokio::test]
+async fn a_query_of_long_made_up_words_translates_without_breaking_the_pipeline() {
+    let translator = translator();
+    assert!(translator.warm_up().await);
+    let before = translator.process_ids().await;
+    let made_up = |i: usize| {
+        let syllables = ["ma", "ne", "ri", "so", "ta", "lu", "ca", "ni", "po", "re"];
+        (0..30)
+            .map(|j| syllables[(i * 7 + j * 3) % syllables.len()])
+            .collect::<String>()
+    };
+    let hostile = (0..13)
+        .map(|i| format!("la casa de {}", made_up(i)))
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        (900..=1000).contains(&hostile.chars().count()),
+        "{}",
+        hostile.len()
+    );
+    let started = std::time::Instant::now();
+    let read = translator.translate(&hostile).await;
+    assert!(read.is_some(), "translated within its budget");
+    assert!(started.elapsed() < server::search::translate::BUDGET);
+    let after = translator.translate("un perro muy grande").await.unwrap();
+    assert!(after.english.contains("dog"), "{after:?}");
+    assert_eq!(
+        translator.process_ids().await,
+        before,
+        "no pipeline restarted"
+    );
+}
+
+/// A translation that fails (here: a budget too short for any) takes every stage of its
+/// pipeline down with it, not only the first, and the other pipeline keeps running.
+#[tokio::test]
+async fn a_failed_pipeline_is_killed_whole() {
+    let translator = Translator::new(std::path::Path::new(DEBIAN_DATA_DIR))
+        .unwrap()
+        .with_budget(std::time::Duration::ZERO);
+    assert!(
+        translator.warm_up().await,
+        "warming up has a budget of its own"
+    );
+    let before = translator.process_ids().await;
+    assert_eq!(before.len(), 2 * 12, "two pipelines of twelve stages");
+    assert_eq!(translator.translate("un perro").await, None);
+    let after = translator.process_ids().await;
+    let gone: Vec<u32> = before
+        .iter()
+        .copied()
+        .filter(|id| !after.contains(id))
+        .collect();
+    assert_eq!(gone.len(), 12, "one pipeline stopped");
+    let running = |id: &u32| {
+        std::fs::read_to_string(format!("/proc/{id}/stat")).is_ok_and(|stat| {
+            stat.rsplit(") ")
+                .next()
+                .is_some_and(|rest| !rest.starts_with('Z'))
+        })
+    };
+    let mut waited = 0;
+    while gone.iter().any(running) {
+        assert!(
+            waited < 40,
+            "stages still running: {:?}",
+            gone.iter().filter(|id| running(id)).collect::<Vec<_>>()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        waited += 1;
+    }
+    assert!(after.iter().all(running));
+}
+
+/// Many searches translating at once each wait for a pipeline within their own budget: a queue
+/// of searches cannot hold one past it (it is searched as typed instead).
+#[tokio::test]
+async fn waiting_for_a_pipeline_counts_against_the_budget() {
+    let budget = std::time::Duration::from_millis(30);
+    let translator = Arc::new(
+        Translator::new(std::path::Path::new(DEBIAN_DATA_DIR))
+            .unwrap()
+            .with_budget(budget),
+    );
+    assert!(translator.warm_up().await);
+    let tasks: Vec<_> = (0..40)
+        .map(|i| {
+            let translator = translator.clone();
+            tokio::spawn(async move {
+                let started = std::time::Instant::now();
+                let read = translator
+                    .translate(&format!(
+                        "un chico numero {i} que viaja solo y ayuda a la gente"
+                    ))
+                    .await;
+                (started.elapsed(), read.is_some())
+            })
+        })
+        .collect();
+    let mut slowest = std::time::Duration::ZERO;
+    for task in tasks {
+        slowest = slowest.max(task.await.unwrap().0);
+    }
+    assert!(
+        slowest < budget + std::time::Duration::from_millis(100),
+        "{slowest:?}"
+    );
 }
 
 #[test]
