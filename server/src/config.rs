@@ -144,7 +144,9 @@ pub struct Config {
     #[arg(long, env = "ZENBU_PUBLIC_URL", global = true)]
     pub public_url: Option<String>,
 
-    /// A trusted proxy in front sets X-Forwarded-For: client networks are read from it.
+    /// A proxy on this host or on a private network (loopback and private addresses) sets
+    /// X-Forwarded-For: client networks are read from it. `ZENBU_TRUSTED_PROXIES` names the
+    /// proxies exactly instead.
     #[arg(
         long,
         env = "ZENBU_BEHIND_PROXY",
@@ -152,6 +154,28 @@ pub struct Config {
         global = true
     )]
     pub behind_proxy: bool,
+
+    /// The proxies whose X-Forwarded-For is believed, as networks (`10.0.0.0/8,2001:db8::/32`
+    /// or single addresses); a request from anywhere else is its peer's network.
+    #[arg(
+        long,
+        env = "ZENBU_TRUSTED_PROXIES",
+        value_delimiter = ',',
+        value_parser = proxy_network,
+        global = true
+    )]
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+
+    /// How many trusted proxies may stand in a row in front of the app (a CDN, then a load
+    /// balancer: 2); X-Forwarded-For is read back that many entries at most.
+    #[arg(
+        long,
+        env = "ZENBU_PROXY_HOPS",
+        default_value_t = 1,
+        value_parser = clap::value_parser!(u8).range(1..=8),
+        global = true
+    )]
+    pub proxy_hops: u8,
 
     /// IPv6 clients are grouped into networks by this prefix length for the per-network caps
     /// and throttles (a /48 is often one customer; 64 gives each household its own).
@@ -266,6 +290,26 @@ pub enum LogFormat {
 }
 
 impl Config {
+    /// The proxies whose X-Forwarded-For is believed: the ones named, else loopback and
+    /// private addresses when behind a proxy, else none.
+    pub fn trusted_proxies(&self) -> crate::accounts::network::TrustedProxies {
+        use crate::accounts::network::TrustedProxies;
+        let hops = usize::from(self.proxy_hops);
+        if !self.trusted_proxies.is_empty() {
+            TrustedProxies {
+                networks: self.trusted_proxies.clone(),
+                hops,
+            }
+        } else if self.behind_proxy {
+            TrustedProxies {
+                hops,
+                ..TrustedProxies::private_ranges()
+            }
+        } else {
+            TrustedProxies::none()
+        }
+    }
+
     /// The configuration `server` would read from `args` (what follows the program name) and the
     /// environment; for tests and tools that build the app themselves.
     pub fn from_args(args: &[&str]) -> Result<Self, clap::Error> {
@@ -372,6 +416,14 @@ impl Config {
         self.embed_workers
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
     }
+}
+
+/// A trusted proxy's network: `10.0.0.0/8`, or one address (`203.0.113.7`, `2001:db8::1`).
+fn proxy_network(text: &str) -> Result<ipnet::IpNet, String> {
+    let text = text.trim();
+    text.parse::<ipnet::IpNet>()
+        .or_else(|_| text.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+        .map_err(|_| format!("{text:?} is not a network (10.0.0.0/8) or an address"))
 }
 
 /// Secrets (keys, tokens) are held as [`SecretString`]: `Debug` prints them redacted, so no

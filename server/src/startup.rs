@@ -184,7 +184,7 @@ pub fn site_config(
                 &config.embedded.data_dir,
             )?,
             secure: public_url.starts_with("https://"),
-            behind_proxy: config.behind_proxy,
+            proxies: config.trusted_proxies(),
             ipv6_prefix: config.ipv6_network_prefix,
         },
         public_url,
@@ -200,6 +200,13 @@ pub fn site_config(
             .filter(|token| !token.expose_secret().trim().is_empty()),
         form_targets: stripe.map(BillingConfig::page_origins).unwrap_or_default(),
     };
+    if site.public_url.starts_with("https://") && site.visitors.proxies.is_empty() {
+        tracing::warn!(
+            "the public URL is https but no proxy is trusted (ZENBU_TRUSTED_PROXIES or \
+             ZENBU_BEHIND_PROXY): if a proxy terminates TLS in front, every visitor counts as \
+             its one network for the per-network limits"
+        );
+    }
     if site.dev_mailbox {
         tracing::warn!("ZENBU_DEV_MAILBOX is on: /dev/mail shows everyone's sign-up links");
     }

@@ -38,33 +38,48 @@ impl ClientNetwork {
         }
     }
 
-    /// From the peer address, or, behind a trusted proxy, from the last `X-Forwarded-For` entry
-    /// (the one that proxy appended; earlier entries are the client's to forge). Only that entry
-    /// is ever read: if it cannot be parsed, the peer address is used, never an earlier one.
+    /// The client's network: the peer address, unless the peer is a trusted proxy
+    /// ([`TrustedProxies`]); then `X-Forwarded-For` is read from its end, one entry per hop,
+    /// for as long as the address read is a trusted proxy too (at most `hops` entries). Earlier
+    /// entries are the client's to forge and are never read; an entry that cannot be parsed
+    /// stops the walk at the last address known.
     pub fn from_request(
         headers: &axum::http::HeaderMap,
         extensions: &axum::http::Extensions,
-        behind_proxy: bool,
+        proxies: &TrustedProxies,
         ipv6_prefix: u8,
     ) -> Self {
-        if behind_proxy
-            && let Some(ip) = headers
+        let Some(peer) = extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|ConnectInfo(addr)| addr.ip())
+        else {
+            return Self::unknown();
+        };
+        let mut client = peer;
+        if proxies.trusts(peer) {
+            // Entries as bytes, last first: bytes a client put in earlier entries (non-ASCII
+            // ones made the whole header unreadable, and the request count as the proxy's own
+            // network; found by fuzzing) cannot hide the proxies' entries.
+            let mut entries = headers
                 .get_all("x-forwarded-for")
                 .iter()
-                .next_back()
-                // The last entry alone is read as text: bytes a client put in earlier entries
-                // (non-ASCII ones made the whole header unreadable, and the request count as
-                // the proxy's own network; found by fuzzing) cannot hide it.
-                .and_then(|value| value.as_bytes().rsplit(|&b| b == b',').next())
-                .and_then(|entry| std::str::from_utf8(entry).ok())
-                .and_then(parse_forwarded)
-        {
-            return Self::of(ip, ipv6_prefix);
+                .rev()
+                .flat_map(|value| value.as_bytes().rsplit(|&b| b == b','));
+            for _ in 0..proxies.hops {
+                let Some(ip) = entries
+                    .next()
+                    .and_then(|entry| std::str::from_utf8(entry).ok())
+                    .and_then(parse_forwarded)
+                else {
+                    break;
+                };
+                client = ip;
+                if !proxies.trusts(ip) {
+                    break;
+                }
+            }
         }
-        extensions
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|ConnectInfo(addr)| Self::of(addr.ip(), ipv6_prefix))
-            .unwrap_or_else(Self::unknown)
+        Self::of(client, ipv6_prefix)
     }
 
     /// The network the visitor middleware recorded for a request.
@@ -74,6 +89,52 @@ impl ClientNetwork {
             .get::<ClientNetwork>()
             .cloned()
             .unwrap_or_else(Self::unknown)
+    }
+}
+
+/// The proxies whose `X-Forwarded-For` entries are believed, and how many of them may stand
+/// in a row in front of the app (a CDN, then a load balancer: 2). A request from anywhere else
+/// is its peer address, whatever it sends.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TrustedProxies {
+    pub networks: Vec<ipnet::IpNet>,
+    pub hops: usize,
+}
+
+impl TrustedProxies {
+    /// No proxy: every request is its peer address.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// Loopback and private addresses (`ZENBU_BEHIND_PROXY=true`): a proxy on the same host or
+    /// the same private network, one hop. A client reaching the app directly from a public
+    /// address cannot pick its own network.
+    pub fn private_ranges() -> Self {
+        let networks = [
+            "127.0.0.0/8",
+            "10.0.0.0/8",
+            "172.16.0.0/12",
+            "192.168.0.0/16",
+            "::1/128",
+            "fc00::/7",
+        ]
+        .iter()
+        .map(|net| net.parse().expect("a valid network"))
+        .collect();
+        Self { networks, hops: 1 }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.networks.is_empty() || self.hops == 0
+    }
+
+    pub fn trusts(&self, ip: IpAddr) -> bool {
+        let ip = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+            v4 => v4,
+        };
+        self.hops > 0 && self.networks.iter().any(|net| net.contains(&ip))
     }
 }
 
@@ -108,35 +169,44 @@ mod tests {
         assert_eq!(of("::ffff:192.0.2.1", 48).0, "192.0.2.1");
     }
 
-    #[test]
-    fn forwarded_for_is_trusted_only_behind_a_proxy_and_only_its_last_entry() {
+    fn from(peer: [u8; 4], forwarded: &[u8], proxies: &TrustedProxies) -> String {
         let mut headers = HeaderMap::new();
         headers.insert(
             "x-forwarded-for",
-            HeaderValue::from_static("6.6.6.6, 198.51.100.4"),
+            HeaderValue::from_bytes(forwarded).unwrap(),
         );
         let mut extensions = Extensions::new();
-        extensions.insert(ConnectInfo(SocketAddr::from(([10, 0, 0, 1], 5000))));
+        extensions.insert(ConnectInfo(SocketAddr::from((peer, 5000))));
+        ClientNetwork::from_request(&headers, &extensions, proxies, 64).0
+    }
+
+    #[test]
+    fn forwarded_for_is_trusted_only_from_a_trusted_proxy_and_only_its_last_entry() {
+        let private = TrustedProxies::private_ranges();
         assert_eq!(
-            ClientNetwork::from_request(&headers, &extensions, true, 64).0,
+            from([10, 0, 0, 1], b"6.6.6.6, 198.51.100.4", &private),
             "198.51.100.4"
         );
         assert_eq!(
-            ClientNetwork::from_request(&headers, &extensions, false, 64).0,
+            from(
+                [10, 0, 0, 1],
+                b"6.6.6.6, 198.51.100.4",
+                &TrustedProxies::none()
+            ),
             "10.0.0.1"
         );
+        // Reaching the app directly from a public address: the header is the client's own.
         assert_eq!(
-            ClientNetwork::from_request(&HeaderMap::new(), &Extensions::new(), false, 64),
+            from([198, 51, 100, 9], b"6.6.6.6", &private),
+            "198.51.100.9"
+        );
+        assert_eq!(
+            ClientNetwork::from_request(&HeaderMap::new(), &Extensions::new(), &private, 64),
             ClientNetwork::unknown()
         );
         // Whatever bytes the client sent before it, the proxy's entry is read.
-        let mut headers = HeaderMap::new();
-        headers.insert(
-            "x-forwarded-for",
-            HeaderValue::from_bytes(b"13.\xa67, 198.51.100.4").unwrap(),
-        );
         assert_eq!(
-            ClientNetwork::from_request(&headers, &extensions, true, 64).0,
+            from([10, 0, 0, 1], b"13.\xa67, 198.51.100.4", &private),
             "198.51.100.4"
         );
         // A proxy that appends ip:port: still its entry, not the client's.
@@ -145,16 +215,72 @@ mod tests {
             ("[2001:db8:5:6::1]:443", "2001:db8:5:6::/64"),
             ("unknown", "10.0.0.1"),
         ] {
-            let mut headers = HeaderMap::new();
-            headers.insert(
-                "x-forwarded-for",
-                HeaderValue::from_str(&format!("6.6.6.6, {appended}")).unwrap(),
-            );
             assert_eq!(
-                ClientNetwork::from_request(&headers, &extensions, true, 64).0,
+                from(
+                    [10, 0, 0, 1],
+                    format!("6.6.6.6, {appended}").as_bytes(),
+                    &private
+                ),
                 expected,
                 "{appended}"
             );
         }
+    }
+
+    #[test]
+    fn two_trusted_hops_are_walked_back_and_no_further() {
+        // A CDN (203.0.113.0/24) in front of a load balancer (10.0.0.0/8).
+        let proxies = TrustedProxies {
+            networks: vec![
+                "10.0.0.0/8".parse().unwrap(),
+                "203.0.113.0/24".parse().unwrap(),
+            ],
+            hops: 2,
+        };
+        // Client → CDN → balancer → app: the balancer appended the CDN, the CDN the client.
+        assert_eq!(
+            from(
+                [10, 0, 0, 2],
+                b"6.6.6.6, 198.51.100.4, 203.0.113.5",
+                &proxies
+            ),
+            "198.51.100.4"
+        );
+        // Came to the balancer without the CDN: the entry it appended is the client.
+        assert_eq!(
+            from([10, 0, 0, 2], b"6.6.6.6, 198.51.100.4", &proxies),
+            "198.51.100.4"
+        );
+        // Never more than two entries back, whatever the client forged as "proxies".
+        assert_eq!(
+            from(
+                [10, 0, 0, 2],
+                b"6.6.6.6, 203.0.113.9, 203.0.113.5, 203.0.113.7",
+                &proxies
+            ),
+            "203.0.113.5"
+        );
+        // One hop only: the last entry, even when it names a trusted proxy.
+        let one = TrustedProxies {
+            hops: 1,
+            ..proxies.clone()
+        };
+        assert_eq!(
+            from([10, 0, 0, 2], b"6.6.6.6, 198.51.100.4, 203.0.113.5", &one),
+            "203.0.113.5"
+        );
+        // Headers split over several lines are one list.
+        let mut headers = HeaderMap::new();
+        headers.append(
+            "x-forwarded-for",
+            HeaderValue::from_static("6.6.6.6, 198.51.100.4"),
+        );
+        headers.append("x-forwarded-for", HeaderValue::from_static("203.0.113.5"));
+        let mut extensions = Extensions::new();
+        extensions.insert(ConnectInfo(SocketAddr::from(([10, 0, 0, 2], 5000))));
+        assert_eq!(
+            ClientNetwork::from_request(&headers, &extensions, &proxies, 64).0,
+            "198.51.100.4"
+        );
     }
 }

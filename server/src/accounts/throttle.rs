@@ -131,9 +131,11 @@ pub async fn admit(
     .bind(limits.window_minutes as i32)
     .fetch_one(&mut *tx)
     .await?;
+    // The owner's own network lets them through the network's limits too (an office whose
+    // address many share, sprayed by one of them): only their address's count there applies.
     if both >= limits.per_address_and_network
         || (by_email >= limits.per_address && !owners_network)
-        || by_network >= limits.per_network
+        || (by_network >= limits.per_network && !owners_network)
     {
         // Ended now, not when the dropped transaction's queued ROLLBACK is next flushed: until
         // then the pooled connection would keep holding the address's and the network's

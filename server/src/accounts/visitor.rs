@@ -109,13 +109,13 @@ fn new_id() -> String {
     crate::catalog::document::hex(&bytes)
 }
 
-/// What the middleware needs: the key, whether the site is served over https, and whether a
-/// trusted proxy in front sets `X-Forwarded-For`.
+/// What the middleware needs: the key, whether the site is served over https, and the proxies
+/// whose `X-Forwarded-For` is believed.
 #[derive(Clone)]
 pub struct VisitorConfig {
     pub key: CookieKey,
     pub secure: bool,
-    pub behind_proxy: bool,
+    pub proxies: super::network::TrustedProxies,
     /// IPv6 addresses are grouped into networks by this prefix length.
     pub ipv6_prefix: u8,
 }
@@ -137,7 +137,7 @@ pub async fn middleware(
     let network = super::network::ClientNetwork::from_request(
         request.headers(),
         request.extensions(),
-        config.behind_proxy,
+        &config.proxies,
         config.ipv6_prefix,
     );
     request.extensions_mut().insert(visitor.clone());

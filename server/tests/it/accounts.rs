@@ -398,6 +398,40 @@ async fn failures_elsewhere_never_lock_the_owner_out_on_their_own_network(pool: 
     );
 }
 
+/// A shared address (an office, a carrier's NAT) sprayed by one of its users: the network's
+/// limit stops the sprayer and new faces, not someone who has logged in from there before.
+#[sqlx::test(migrations = "../migrations")]
+async fn an_accounts_own_network_lets_it_through_that_networks_limit(pool: PgPool) {
+    let app = common::spawn_app_with(pool.clone(), |config| config.behind_proxy = true).await;
+    let office = "198.51.100.30";
+    common::insert_user(&pool, "olga@example.com", PASSWORD).await;
+    common::insert_user(&pool, "nuno@example.com", PASSWORD).await;
+    let olga = Browser::from_network(&app, office);
+    assert_eq!(
+        log_in(&olga, "olga@example.com", PASSWORD).await,
+        "/account"
+    );
+    let sprayer = Browser::from_network(&app, office);
+    for i in 0..30 {
+        assert_eq!(
+            log_in(&sprayer, &format!("spray{i}@example.com"), "guess").await,
+            "/login?error=wrong"
+        );
+    }
+    // Someone who never logged in from the office waits out the window...
+    let nuno = Browser::from_network(&app, office);
+    assert_eq!(
+        log_in(&nuno, "nuno@example.com", PASSWORD).await,
+        "/login?error=throttled"
+    );
+    // ...the owner of an account used from there does not.
+    let olga_again = Browser::from_network(&app, office);
+    assert_eq!(
+        log_in(&olga_again, "olga@example.com", PASSWORD).await,
+        "/account"
+    );
+}
+
 #[sqlx::test(migrations = "../migrations")]
 async fn made_up_sign_up_links_hash_nothing_and_are_throttled_per_network(pool: PgPool) {
     let app = common::spawn_app_with(pool.clone(), |config| config.behind_proxy = true).await;
