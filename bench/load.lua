@@ -1,5 +1,7 @@
 -- wrk script for `scripts/load`. With `-- baseline PATH`: PATH only (the baseline). With
--- `-- mix IDS`: a mix of text searches and "similar to" requests.
+-- `-- mix IDS`: a mix of text searches and "similar to" requests. With `-- searches`: the
+-- searches of the mix, each from a network of its own (X-Forwarded-For: the server trusts
+-- loopback as its proxy). With `-- flood PATH ADDRESS`: PATH only, all from ADDRESS.
 --   50 %  a search from a fixed set of 40 descriptions (cache hits once each has run)
 --   20 %  a search made unique by a random word (cache misses: the whole pipeline)
 --   30 %  "similar to" for a random anime of the set below
@@ -53,6 +55,8 @@ local queries = {
 -- are in the shared catalog), as `-- id,id,...`.
 local ids = {}
 local baseline = nil
+local searches_only = false
+local flood_from = nil
 
 local thread_counter = 0
 
@@ -65,6 +69,11 @@ init = function(args)
   math.randomseed(os.time() + seed * 7919)
   if args[1] == "baseline" then
     baseline = args[2]
+  elseif args[1] == "flood" then
+    baseline = args[2]
+    flood_from = args[3]
+  elseif args[1] == "searches" then
+    searches_only = true
   end
   for id in string.gmatch(args[2] or "457", "%d+") do
     ids[#ids + 1] = id
@@ -72,10 +81,23 @@ init = function(args)
 end
 
 request = function()
+  if flood_from then
+    return wrk.format("GET", baseline, { ["X-Forwarded-For"] = flood_from })
+  end
   if baseline then
     return wrk.format("GET", baseline)
   end
   local r = math.random()
+  if searches_only then
+    -- The searches of the mix (5 in 7 from the fixed set), each from its own network.
+    r = r * 0.7
+    local network = string.format("198.18.%d.%d", math.random(0, 255), math.random(1, 254))
+    local path = "/api/search?q=" .. queries[math.random(#queries)]
+    if r >= 0.5 then
+      path = path .. "+w" .. tostring(math.random(1, 1000000000))
+    end
+    return wrk.format("GET", path, { ["X-Forwarded-For"] = network })
+  end
   local path
   if r < 0.5 then
     path = "/api/search?q=" .. queries[math.random(#queries)]

@@ -83,6 +83,8 @@ export default defineConfig({
       // Every browser context is a new anonymous visitor from 127.0.0.1.
       ZENBU_NEW_VISITORS_PER_NETWORK: '100000',
       ZENBU_ANONYMOUS_SEARCHES_PER_NETWORK: '100000',
+      ZENBU_REQUESTS_PER_NETWORK_PER_SECOND: '100000',
+      ZENBU_REQUEST_BURST_PER_NETWORK: '100000',
       ZENBU_PUBLIC_URL: `http://127.0.0.1:${port}`,
       STRIPE_SECRET_KEY: 'sk_test_e2e',
       STRIPE_PRICE_ID: 'price_test_premium',

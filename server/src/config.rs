@@ -219,6 +219,46 @@ pub struct Config {
     )]
     pub search_deadline_ms: u64,
 
+    /// Milliseconds any request may take before it is answered 503 (above the search deadline).
+    #[arg(
+        long,
+        env = "ZENBU_REQUEST_TIMEOUT_MS",
+        default_value_t = 40_000,
+        global = true
+    )]
+    pub request_timeout_ms: u64,
+
+    /// Requests in progress at once; more are turned away at once (503, Retry-After).
+    #[arg(
+        long,
+        env = "ZENBU_MAX_REQUESTS_IN_FLIGHT",
+        default_value_t = 64,
+        value_parser = clap::value_parser!(u32).range(1..),
+        global = true
+    )]
+    pub max_requests_in_flight: u32,
+
+    /// Requests one client network may make per second, sustained (static files and Stripe's
+    /// webhooks not counted); past it and its burst, 429.
+    #[arg(
+        long,
+        env = "ZENBU_REQUESTS_PER_NETWORK_PER_SECOND",
+        default_value_t = 10,
+        value_parser = clap::value_parser!(u32).range(1..),
+        global = true
+    )]
+    pub requests_per_network_per_second: u32,
+
+    /// Requests one client network may make at once before its per-second rate applies.
+    #[arg(
+        long,
+        env = "ZENBU_REQUEST_BURST_PER_NETWORK",
+        default_value_t = 60,
+        value_parser = clap::value_parser!(u32).range(1..),
+        global = true
+    )]
+    pub request_burst_per_network: u32,
+
     /// Serve the mail outbox at /dev/mail (local runs and browser tests; never in production:
     /// it shows sign-up links).
     #[arg(

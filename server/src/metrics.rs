@@ -72,6 +72,12 @@ pub fn translation_failed(reason: &'static str) {
     metrics::counter!("zenbu_translation_failures_total", "reason" => reason).increment(1);
 }
 
+/// A request turned away before or while it ran: `network_rate` (429), `overloaded` (503 at
+/// the concurrency cap) or `timeout` (503 past the time limit).
+pub fn request_refused(reason: &'static str) {
+    metrics::counter!("zenbu_requests_refused_total", "reason" => reason).increment(1);
+}
+
 /// A metered search given up at its deadline (its unit refunded).
 pub fn search_deadline_passed() {
     metrics::counter!("zenbu_search_deadline_passed_total").increment(1);

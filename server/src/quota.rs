@@ -43,7 +43,7 @@ pub const MAX_DEADLINE: Duration = Duration::from_secs(30);
 
 /// How long a refund or a confirmation may wait for the database before the unit is left to
 /// lapse (a refund) or the results are not served (a confirmation).
-const BOOKKEEPING_TIMEOUT: Duration = Duration::from_secs(5);
+pub const BOOKKEEPING_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Plan {

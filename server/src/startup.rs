@@ -5,7 +5,7 @@
 //! with a [`Config`] they change, so production wiring — Secure cookies from the public URL, the
 //! page policy's Stripe origins, the sweeper — is what they run too.
 
-use std::{future::Future, net::SocketAddr};
+use std::{future::Future, net::SocketAddr, time::Duration};
 
 use anyhow::{Context, Result};
 use secrecy::ExposeSecret;
@@ -28,7 +28,7 @@ use crate::{
 };
 
 /// How often expired cache rows, sessions, sign-up links and attempts are deleted.
-const SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(600);
+const SWEEP_EVERY: Duration = Duration::from_secs(600);
 
 /// A bound listener and the app that will answer on it.
 pub struct Application {
@@ -177,6 +177,17 @@ pub fn site_config(
     public_url: String,
     stripe: Option<&BillingConfig>,
 ) -> Result<SiteConfig> {
+    // A request must outlive the metered search inside it and its bookkeeping: cut short, its
+    // client would get a 503 for a search that then answers and is paid for.
+    let search_ends =
+        Duration::from_millis(config.search_deadline_ms) + crate::quota::BOOKKEEPING_TIMEOUT;
+    anyhow::ensure!(
+        Duration::from_millis(config.request_timeout_ms) > search_ends,
+        "ZENBU_REQUEST_TIMEOUT_MS ({}) must be longer than ZENBU_SEARCH_DEADLINE_MS ({}) plus {} ms",
+        config.request_timeout_ms,
+        config.search_deadline_ms,
+        crate::quota::BOOKKEEPING_TIMEOUT.as_millis()
+    );
     let site = SiteConfig {
         visitors: VisitorConfig {
             key: CookieKey::load(
@@ -191,7 +202,7 @@ pub fn site_config(
         rules: Rules {
             new_visitors_per_network_per_day: config.new_visitors_per_network,
             anonymous_searches_per_network_per_day: config.anonymous_searches_per_network,
-            deadline: std::time::Duration::from_millis(config.search_deadline_ms),
+            deadline: Duration::from_millis(config.search_deadline_ms),
         },
         dev_mailbox: config.dev_mailbox,
         metrics_token: config
@@ -199,6 +210,7 @@ pub fn site_config(
             .clone()
             .filter(|token| !token.expose_secret().trim().is_empty()),
         form_targets: stripe.map(BillingConfig::page_origins).unwrap_or_default(),
+        limits: crate::http::limits::Limits::from_config(config),
     };
     if site.public_url.starts_with("https://") && site.visitors.proxies.is_empty() {
         tracing::warn!(

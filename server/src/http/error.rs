@@ -38,6 +38,9 @@ pub enum ApiError {
         "too many searches without an account from your network today (at most {0} a day): sign up for a free account"
     )]
     TooManyFromNetwork(i64),
+    /// Too many requests from the client's network this second; retry after this many seconds.
+    #[error("too many requests from your network: slow down")]
+    RateLimited(u64),
     /// A metered request that came from another site (a link or a form elsewhere): it would
     /// spend the visitor's allowance without them asking.
     #[error("searches are not run for requests from another site")]
@@ -109,7 +112,8 @@ impl IntoResponse for ApiError {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::QuotaExhausted(_)
             | ApiError::TooManyNewVisitors(_)
-            | ApiError::TooManyFromNetwork(_) => StatusCode::TOO_MANY_REQUESTS,
+            | ApiError::TooManyFromNetwork(_)
+            | ApiError::RateLimited(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::CrossSite | ApiError::NotRequested => StatusCode::FORBIDDEN,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
@@ -117,16 +121,22 @@ impl IntoResponse for ApiError {
         if status.is_server_error() {
             tracing::error!(error = ?self, "request failed");
         }
+        let retry_after = match &self {
+            ApiError::RateLimited(seconds) => Some(seconds.to_string()),
+            _ if status == StatusCode::SERVICE_UNAVAILABLE => Some(RETRY_AFTER_SECONDS.to_string()),
+            _ => None,
+        };
         let mut response = (
             status,
             Json(json!({ "status": "error", "error": self.to_string() })),
         )
             .into_response();
-        if status == StatusCode::SERVICE_UNAVAILABLE {
-            response.headers_mut().insert(
-                axum::http::header::RETRY_AFTER,
-                axum::http::HeaderValue::from_static(RETRY_AFTER_SECONDS),
-            );
+        if let Some(seconds) = retry_after
+            && let Ok(value) = axum::http::HeaderValue::from_str(&seconds)
+        {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, value);
         }
         response
     }

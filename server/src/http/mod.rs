@@ -6,6 +6,7 @@ mod backend;
 mod billing;
 mod error;
 mod language;
+pub mod limits;
 mod security;
 
 use std::path::Path;
@@ -55,6 +56,8 @@ pub struct SiteConfig {
     /// Origins besides this site that forms may lead to (Stripe's pages), for the pages'
     /// Content Security Policy.
     pub form_targets: Vec<String>,
+    /// Time, concurrency and per-network rate limits on every request.
+    pub limits: limits::Limits,
 }
 
 /// Everything a request handler may need; cheap to clone.
@@ -102,7 +105,8 @@ const WEBHOOK_BODY_LIMIT: usize = 512 * 1024;
 /// proxy or made here, and sent back); tracing, one span per request with that id; security
 /// headers; CSRF (cross-origin POSTs refused from their Fetch Metadata and Origin headers); the
 /// session (a cookie naming a row in PostgreSQL, created only at log-in); the visitor (signed
-/// cookie, client network); a body limit.
+/// cookie, client network); a body limit; the per-network rate. Between tracing and the security
+/// headers, the concurrency cap and the time limit (`limits`).
 pub fn router(state: AppState) -> Router {
     crate::metrics::handle();
     let routes = page_routes();
@@ -129,6 +133,10 @@ pub fn router(state: AppState) -> Router {
         // Files under the site root (`/pkg/zenbu.js`, ...) or the app's 404 page.
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .layer(axum::middleware::from_fn_with_state(
+            limits::NetworkRate::new(&state.site.limits),
+            limits::per_network,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
             state.site.visitors.clone(),
             visitor::middleware,
         ))
@@ -136,6 +144,18 @@ pub fn router(state: AppState) -> Router {
         .layer(sessions)
         .layer(csrf)
         .layer(axum::middleware::from_fn(security::headers))
+        .layer(axum::middleware::from_fn_with_state(
+            state.site.limits.request_timeout,
+            limits::time_limit,
+        ))
+        .layer(
+            tower::ServiceBuilder::new()
+                .layer(axum::error_handling::HandleErrorLayer::new(limits::overloaded))
+                .load_shed()
+                .layer(tower::limit::GlobalConcurrencyLimitLayer::new(
+                    state.site.limits.max_in_flight,
+                )),
+        )
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(
             TraceLayer::new_for_http().make_span_with(|request: &axum::http::Request<_>| {

@@ -187,6 +187,12 @@ fn test_config(folder: &std::path::Path) -> Config {
     config.public_url = None;
     config.cookie_key = None;
     config.behind_proxy = false;
+    config.trusted_proxies = Vec::new();
+    config.proxy_hops = 1;
+    // Tests send requests from one address much faster than a person: the per-network rate is
+    // tested on its own (`http::limits`).
+    config.requests_per_network_per_second = 1_000_000;
+    config.request_burst_per_network = 1_000_000;
     config.dev_mailbox = false;
     config.smtp_url = None;
     config.mail_from = None;

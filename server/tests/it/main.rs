@@ -17,6 +17,7 @@ mod database;
 mod e5;
 mod embedded_postgres;
 mod http;
+mod limits;
 mod mail;
 mod premise;
 mod quota;
