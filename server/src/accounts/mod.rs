@@ -34,6 +34,18 @@ use throttle::Attempt;
 
 /// Name of the session cookie.
 pub const SESSION_COOKIE: &str = "zenbu_session";
+/// The session cookie's name over https (see `visitor::SECURE_COOKIE` for why `__Host-`).
+/// Renaming ends the sessions started under the old name once: their holders sign in again.
+pub const SECURE_SESSION_COOKIE: &str = "__Host-zenbu_session";
+
+/// The session cookie's name on a site served over https or not.
+pub fn session_cookie_name(secure: bool) -> &'static str {
+    if secure {
+        SECURE_SESSION_COOKIE
+    } else {
+        SESSION_COOKIE
+    }
+}
 /// The session key that holds the signed-in session's key (its `user_sessions` row is found by
 /// the key's SHA-256).
 const SESSION_KEY: &str = "session_key";

@@ -16,6 +16,15 @@ use cookie::{Cookie, CookieJar, Key, SameSite};
 
 /// Name of the visitor cookie.
 pub const COOKIE: &str = "zenbu_visitor";
+/// The cookie's name over https: a browser keeps a `__Host-` cookie only when it came over https
+/// from this very host with `Path=/` and no `Domain`, so neither a sibling subdomain nor a
+/// plain-http page can plant or overwrite it.
+pub const SECURE_COOKIE: &str = "__Host-zenbu_visitor";
+
+/// The visitor cookie's name on a site served over https or not.
+pub fn cookie_name(secure: bool) -> &'static str {
+    if secure { SECURE_COOKIE } else { COOKIE }
+}
 /// Browsers keep a cookie at most 400 days; the anonymous allowance is per calendar year.
 const MAX_AGE_DAYS: i64 = 400;
 
@@ -72,8 +81,12 @@ impl Visitor {
     }
 }
 
-/// The visitor id a request's `Cookie` headers carry, if one is validly signed.
-pub fn verified_id(key: &CookieKey, request_headers: &axum::http::HeaderMap) -> Option<String> {
+/// The visitor id a request's `Cookie` headers carry under `name`, if one is validly signed.
+pub fn verified_id(
+    key: &CookieKey,
+    request_headers: &axum::http::HeaderMap,
+    name: &str,
+) -> Option<String> {
     let mut jar = CookieJar::new();
     for value in request_headers.get_all(header::COOKIE) {
         let Ok(value) = value.to_str() else { continue };
@@ -82,7 +95,7 @@ pub fn verified_id(key: &CookieKey, request_headers: &axum::http::HeaderMap) -> 
         }
     }
     jar.signed(&key.0)
-        .get(COOKIE)
+        .get(name)
         .map(|c| c.value().to_string())
         .filter(|id| id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()))
 }
@@ -90,7 +103,7 @@ pub fn verified_id(key: &CookieKey, request_headers: &axum::http::HeaderMap) -> 
 /// The `Set-Cookie` value for `id`: signed, HttpOnly, SameSite=Lax, Secure over https.
 pub fn set_cookie(key: &CookieKey, id: &str, secure: bool) -> String {
     let mut jar = CookieJar::new();
-    let cookie = Cookie::build((COOKIE, id.to_string()))
+    let cookie = Cookie::build((cookie_name(secure), id.to_string()))
         .path("/")
         .http_only(true)
         .same_site(SameSite::Lax)
@@ -127,11 +140,24 @@ pub async fn middleware(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let visitor = match verified_id(&config.key, request.headers()) {
-        Some(id) => Visitor { id, new: false },
-        None => Visitor {
-            id: new_id(),
-            new: true,
+    let name = cookie_name(config.secure);
+    // Over https, an id from before the cookie had its `__Host-` name is kept (and set again
+    // under that name): no visitor gets a second allowance from the rename.
+    let (visitor, set) = match verified_id(&config.key, request.headers(), name) {
+        Some(id) => (Visitor { id, new: false }, false),
+        None => match config
+            .secure
+            .then(|| verified_id(&config.key, request.headers(), COOKIE))
+            .flatten()
+        {
+            Some(id) => (Visitor { id, new: false }, true),
+            None => (
+                Visitor {
+                    id: new_id(),
+                    new: true,
+                },
+                true,
+            ),
         },
     };
     let network = super::network::ClientNetwork::from_request(
@@ -143,7 +169,7 @@ pub async fn middleware(
     request.extensions_mut().insert(visitor.clone());
     request.extensions_mut().insert(network);
     let mut response = next.run(request).await;
-    if visitor.new
+    if set
         && let Ok(value) =
             HeaderValue::from_str(&set_cookie(&config.key, &visitor.id, config.secure))
     {
@@ -176,26 +202,49 @@ mod tests {
         let id = new_id();
         let set = set_cookie(&key, &id, true);
         assert!(set.contains("HttpOnly") && set.contains("SameSite=Lax") && set.contains("Secure"));
-        assert_eq!(verified_id(&key, &headers(&pair(&set))), Some(id.clone()));
+        // Over https, a `__Host-` cookie: Secure, Path=/ and no Domain, as that prefix requires.
+        assert!(
+            set.starts_with("__Host-zenbu_visitor=") && set.contains("Path=/"),
+            "{set}"
+        );
+        assert!(!set.contains("Domain"), "{set}");
+        assert_eq!(
+            verified_id(&key, &headers(&pair(&set)), SECURE_COOKIE),
+            Some(id.clone())
+        );
         // Beside other cookies, too.
         assert_eq!(
-            verified_id(&key, &headers(&format!("a=b; {}; c=d", pair(&set)))),
+            verified_id(
+                &key,
+                &headers(&format!("a=b; {}; c=d", pair(&set))),
+                SECURE_COOKIE
+            ),
             Some(id.clone())
         );
 
         // Unsigned, tampered, or signed with another key: ignored.
-        assert_eq!(verified_id(&key, &headers(&format!("{COOKIE}={id}"))), None);
+        assert_eq!(
+            verified_id(&key, &headers(&format!("{COOKIE}={id}")), COOKIE),
+            None
+        );
         let value = pair(&set).split_once('=').unwrap().1.to_string();
         let mut tampered = value.clone().into_bytes();
         let last = tampered.len() - 1;
         tampered[last] = if tampered[last] == b'0' { b'1' } else { b'0' };
         let tampered = String::from_utf8(tampered).unwrap();
         assert_eq!(
-            verified_id(&key, &headers(&format!("{COOKIE}={tampered}"))),
+            verified_id(
+                &key,
+                &headers(&format!("{SECURE_COOKIE}={tampered}")),
+                SECURE_COOKIE
+            ),
             None
         );
         let other = CookieKey::load(None, tempfile::tempdir().unwrap().path()).unwrap();
-        assert_eq!(verified_id(&other, &headers(&pair(&set))), None);
+        assert_eq!(
+            verified_id(&other, &headers(&pair(&set)), SECURE_COOKIE),
+            None
+        );
     }
 
     #[test]
@@ -210,7 +259,7 @@ mod tests {
         assert_eq!(mode & 0o777, 0o600);
         let again = CookieKey::load(None, dir.path()).unwrap();
         let set = set_cookie(&first, &new_id(), false);
-        assert!(verified_id(&again, &headers(&pair(&set))).is_some());
+        assert!(verified_id(&again, &headers(&pair(&set)), COOKIE).is_some());
         assert!(!set.contains("Secure"));
         // A configured key wins; a short one is an error.
         let configured = "ab".repeat(64);

@@ -105,7 +105,7 @@ pub async fn stripe_webhook(
             .into_response());
     };
     let bad = |message: String| {
-        tracing::warn!(%message, "Stripe webhook refused");
+        tracing::warn!(?message, "Stripe webhook refused");
         (StatusCode::BAD_REQUEST, Json(json!({ "error": message }))).into_response()
     };
     let Some(signature) = headers

@@ -53,10 +53,12 @@ type KeyedLimiter = RateLimiter<
 #[derive(Clone)]
 pub struct NetworkRate {
     limiter: Arc<KeyedLimiter>,
+    /// How a request's network is found (the proxies trusted, the IPv6 grouping).
+    visitors: crate::accounts::visitor::VisitorConfig,
 }
 
 impl NetworkRate {
-    pub fn new(limits: &Limits) -> Self {
+    pub fn new(limits: &Limits, visitors: &crate::accounts::visitor::VisitorConfig) -> Self {
         let per_second = NonZeroU32::new(limits.per_network_per_second).unwrap_or(NonZeroU32::MIN);
         let burst = NonZeroU32::new(limits.per_network_burst).unwrap_or(per_second);
         let limiter = Arc::new(RateLimiter::hashmap(
@@ -74,7 +76,10 @@ impl NetworkRate {
                 limiter.shrink_to_fit();
             }
         });
-        Self { limiter }
+        Self {
+            limiter,
+            visitors: visitors.clone(),
+        }
     }
 }
 
@@ -84,7 +89,8 @@ fn uncounted(path: &str) -> bool {
     path.starts_with("/pkg/") || path == "/favicon.ico" || path == "/stripe/webhook"
 }
 
-/// The per-network rate (runs after the visitor middleware, which records the network).
+/// The per-network rate. It runs before the visitor middleware (so a refusal costs no cookie
+/// work), and finds the network the same way.
 pub async fn per_network(
     State(rate): State<NetworkRate>,
     request: Request,
@@ -93,11 +99,12 @@ pub async fn per_network(
     if uncounted(request.uri().path()) {
         return next.run(request).await;
     }
-    let network = request
-        .extensions()
-        .get::<ClientNetwork>()
-        .cloned()
-        .unwrap_or_else(ClientNetwork::unknown);
+    let network = ClientNetwork::from_request(
+        request.headers(),
+        request.extensions(),
+        &rate.visitors.proxies,
+        rate.visitors.ipv6_prefix,
+    );
     match rate.limiter.check_key(&network.0) {
         Ok(()) => next.run(request).await,
         Err(not_until) => {

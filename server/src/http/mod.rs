@@ -103,10 +103,10 @@ const WEBHOOK_BODY_LIMIT: usize = 512 * 1024;
 
 /// The site. Every request passes, outermost first: a request id (`x-request-id`, kept from a
 /// proxy or made here, and sent back); tracing, one span per request with that id; security
-/// headers; CSRF (cross-origin POSTs refused from their Fetch Metadata and Origin headers); the
-/// session (a cookie naming a row in PostgreSQL, created only at log-in); the visitor (signed
-/// cookie, client network); a body limit; the per-network rate. Between tracing and the security
-/// headers, the concurrency cap and the time limit (`limits`).
+/// headers; the concurrency cap, the per-network rate and the time limit (`limits`); CSRF
+/// (cross-origin POSTs refused from their Fetch Metadata and Origin headers); the session (a
+/// cookie naming a row in PostgreSQL, created only at log-in); a body limit; the visitor (signed
+/// cookie, client network).
 pub fn router(state: AppState) -> Router {
     crate::metrics::handle();
     let routes = page_routes();
@@ -133,20 +133,20 @@ pub fn router(state: AppState) -> Router {
         // Files under the site root (`/pkg/zenbu.js`, ...) or the app's 404 page.
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .layer(axum::middleware::from_fn_with_state(
-            limits::NetworkRate::new(&state.site.limits),
-            limits::per_network,
-        ))
-        .layer(axum::middleware::from_fn_with_state(
             state.site.visitors.clone(),
             visitor::middleware,
         ))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(sessions)
         .layer(csrf)
-        .layer(axum::middleware::from_fn(security::headers))
         .layer(axum::middleware::from_fn_with_state(
             state.site.limits.request_timeout,
             limits::time_limit,
+        ))
+        // Before anything that costs (cookies, sessions): a flood's 429s are cheap.
+        .layer(axum::middleware::from_fn_with_state(
+            limits::NetworkRate::new(&state.site.limits, &state.site.visitors),
+            limits::per_network,
         ))
         .layer(
             tower::ServiceBuilder::new()
@@ -156,6 +156,12 @@ pub fn router(state: AppState) -> Router {
                     state.site.limits.max_in_flight,
                 )),
         )
+        .layer(axum::middleware::from_fn_with_state(
+            security::Transport {
+                https: state.site.visitors.secure,
+            },
+            security::headers,
+        ))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(
             TraceLayer::new_for_http().make_span_with(|request: &axum::http::Request<_>| {
@@ -203,7 +209,9 @@ fn session_layer(
     tower_sessions::SessionManagerLayer::new(tower_sessions_sqlx_store::PostgresStore::new(
         state.pool.clone(),
     ))
-    .with_name(crate::accounts::SESSION_COOKIE)
+    .with_name(crate::accounts::session_cookie_name(
+        state.site.visitors.secure,
+    ))
     .with_secure(state.site.visitors.secure)
     .with_http_only(true)
     .with_same_site(tower_sessions::cookie::SameSite::Lax)

@@ -194,7 +194,7 @@ async fn settle(
 async fn send(courier: &Courier, row: &Queued) -> Result<(), SendError> {
     match courier {
         Courier::Log => {
-            tracing::info!(to = %row.recipient, subject = %row.subject, body = %row.body, "mail (no SMTP server configured: logged, not sent)");
+            tracing::info!(to = ?row.recipient, subject = %row.subject, body = %row.body, "mail (no SMTP server configured: logged, not sent)");
             Ok(())
         }
         Courier::Smtp {

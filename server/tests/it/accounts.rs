@@ -163,8 +163,8 @@ async fn cookies_are_http_only_lax_and_secure_over_https(pool: PgPool) {
         .get_all("set-cookie")
         .iter()
         .map(|v| v.to_str().unwrap().to_string())
-        .find(|c| c.starts_with(SESSION_COOKIE))
-        .expect("a session cookie");
+        .find(|c| c.starts_with(&format!("{}=", server::accounts::SECURE_SESSION_COOKIE)))
+        .expect("a __Host- session cookie");
     for attribute in ["HttpOnly", "SameSite=Lax", "Secure", "Path=/"] {
         assert!(
             set_cookie.contains(attribute),

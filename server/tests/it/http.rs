@@ -554,6 +554,78 @@ async fn every_response_carries_security_headers_and_a_request_id(pool: PgPool) 
     assert_eq!(response.headers()["x-request-id"], "from-the-proxy-1");
 }
 
+/// Pages holding a form token or an address are kept by no cache (`no-store`); other pages are
+/// the visitor's own (`private`); over https, HSTS and `__Host-` cookies.
+#[sqlx::test(migrations = "../migrations")]
+async fn pages_say_who_may_keep_them_and_https_gets_hsts_and_host_cookies(pool: PgPool) {
+    let app = common::spawn_app(pool.clone()).await;
+    let cache_control = |response: &reqwest::Response| {
+        response
+            .headers()
+            .get("cache-control")
+            .map(|v| v.to_str().unwrap().to_string())
+    };
+    let home = reqwest::get(app.url("/?q=mushishi")).await.unwrap();
+    assert_eq!(cache_control(&home).as_deref(), Some("private, no-cache"));
+    assert!(
+        !home.headers().contains_key("strict-transport-security"),
+        "not over http"
+    );
+    for form in ["/login", "/register", "/password/forgot", "/account"] {
+        let page = reqwest::get(app.url(form)).await.unwrap();
+        assert_eq!(
+            cache_control(&page).as_deref(),
+            Some("private, no-store"),
+            "{form}"
+        );
+    }
+    // Signed in, every page shows the address and a log-out form.
+    common::insert_user(&pool, "kept@example.com", "a long enough password").await;
+    let browser = common::Browser::new(&app);
+    let csrf = browser.csrf().await;
+    browser
+        .post(
+            "/login",
+            &[
+                ("email", "kept@example.com"),
+                ("password", "a long enough password"),
+                ("csrf", &csrf),
+            ],
+        )
+        .await;
+    let signed_in = browser.get("/").await;
+    assert_eq!(
+        cache_control(&signed_in).as_deref(),
+        Some("private, no-store")
+    );
+    assert!(signed_in.text().await.unwrap().contains("kept@example.com"));
+
+    let https = common::spawn_app_with(pool.clone(), |config| {
+        config.public_url = Some("https://zenbu.example".into())
+    })
+    .await;
+    let page = reqwest::get(https.url("/")).await.unwrap();
+    assert_eq!(
+        page.headers()["strict-transport-security"],
+        "max-age=31536000"
+    );
+    let cookies: Vec<String> = page
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_string())
+        .collect();
+    assert!(
+        cookies
+            .iter()
+            .any(|c| c.starts_with("__Host-zenbu_visitor=")
+                && c.contains("Secure")
+                && c.contains("Path=/")
+                && !c.contains("Domain")),
+        "{cookies:?}"
+    );
+}
+
 #[sqlx::test(migrations = "../migrations")]
 async fn oversized_bodies_and_hostile_queries_get_clear_answers(pool: PgPool) {
     let app = common::spawn_app(pool.clone()).await;
