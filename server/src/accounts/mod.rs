@@ -463,9 +463,13 @@ pub async fn check_password(
 /// The caller cancels live subscriptions first (`billing::Billing::cancel_live_subscriptions`).
 pub async fn delete_user(pool: &PgPool, user: &User, lang: Lang) -> Result<(), AccountError> {
     let mut tx = pool.begin().await?;
-    // The user's subscription rows first, then the user's row (its deletion clears their
+    // The user's row first, then their subscription rows (its deletion clears their
     // `user_id`): the order a Stripe webhook takes them in, so the cancellation's webhook,
     // arriving meanwhile, waits instead of deadlocking with this.
+    sqlx::query("SELECT id FROM users WHERE id = $1 FOR UPDATE")
+        .bind(user.id)
+        .execute(&mut *tx)
+        .await?;
     sqlx::query(
         "SELECT s.id FROM stripe_subscriptions s, users u
           WHERE u.id = $1 AND (s.user_id = u.id OR s.customer_id = u.stripe_customer_id)

@@ -77,10 +77,16 @@ impl BillingConfig {
     }
 }
 
+/// How long a Checkout Session stays open (Stripe allows 30 minutes to a day): short, so an
+/// abandoned one soon makes way for a new one. A minute over Stripe's least, for clock skew.
+const CHECKOUT_LIFETIME_SECONDS: i64 = 31 * 60;
+
 /// The Stripe client and what Checkout needs; cheap to clone.
 #[derive(Clone)]
 pub struct Billing {
     client: stripe::Client,
+    /// The API key is a live one (`sk_live_`, `rk_live_`): only live-mode events count.
+    live: bool,
     price_id: String,
     webhook_secret: SecretString,
     public_url: String,
@@ -95,7 +101,9 @@ impl Billing {
         if let Some(base) = &config.api_base {
             builder = builder.url(base.clone());
         }
+        let key = config.secret_key.expose_secret();
         Ok(Self {
+            live: key.starts_with("sk_live_") || key.starts_with("rk_live_"),
             client: builder.build()?,
             price_id: config.price_id.clone(),
             webhook_secret: config.webhook_secret.clone(),
@@ -112,17 +120,49 @@ impl Billing {
         self.webhook_secret.expose_secret()
     }
 
+    /// What the webhook checks events against.
+    pub fn endpoint(&self) -> webhook::Endpoint<'_> {
+        webhook::Endpoint {
+            secret: self.webhook_secret.expose_secret(),
+            price: &self.price_id,
+            live: self.live,
+        }
+    }
+
     /// A Checkout Session for `user` to subscribe to Premium; the URL to send them to. The
-    /// user's Stripe customer is reused when known, so one person is one customer.
+    /// user's Stripe customer is reused when known, so one person is one customer. While one
+    /// of their sessions is open, that one is given again: two tabs (or a double click) lead
+    /// to one Checkout, so they cannot pay for two subscriptions.
     pub async fn checkout_url(&self, pool: &PgPool, user: &User) -> Result<String, BillingError> {
         use stripe_checkout::checkout_session::{
             CreateCheckoutSession, CreateCheckoutSessionLineItems,
         };
+        let mut tx = pool.begin().await?;
+        // One at a time per user: a second request waits here, then finds the first's session.
+        sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+            .bind(format!("checkout:{}", user.id))
+            .execute(&mut *tx)
+            .await?;
+        let open: Option<String> = sqlx::query_scalar(
+            "SELECT url FROM checkout_sessions
+              WHERE user_id = $1 AND closed_at IS NULL AND expires_at > now() + interval '5 minutes'
+              ORDER BY created_at DESC LIMIT 1",
+        )
+        .bind(user.id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if let Some(url) = open {
+            return Ok(url);
+        }
         let customer: Option<String> =
             sqlx::query_scalar("SELECT stripe_customer_id FROM users WHERE id = $1")
                 .bind(user.id)
-                .fetch_one(pool)
+                .fetch_one(&mut *tx)
                 .await?;
+        let expires_at = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |now| now.as_secs() as i64)
+            + CHECKOUT_LIFETIME_SECONDS;
         let mut request = CreateCheckoutSession::new()
             .mode(stripe_checkout::CheckoutSessionMode::Subscription)
             .line_items(vec![CreateCheckoutSessionLineItems {
@@ -138,15 +178,28 @@ impl Billing {
                 "{}/premium/success?session_id={{CHECKOUT_SESSION_ID}}",
                 self.public_url
             ))
-            .cancel_url(format!("{}/premium/cancelled", self.public_url));
+            .cancel_url(format!("{}/premium/cancelled", self.public_url))
+            .expires_at(expires_at);
         request = match customer {
             Some(customer) => request.customer(customer),
             None => request.customer_email(user.email.clone()),
         };
         let session = request.send(&self.client).await?;
-        session
+        let url = session
             .url
-            .ok_or_else(|| BillingError::Stripe("the Checkout Session has no URL".into()))
+            .ok_or_else(|| BillingError::Stripe("the Checkout Session has no URL".into()))?;
+        sqlx::query(
+            "INSERT INTO checkout_sessions (id, user_id, url, expires_at)
+             VALUES ($1, $2, $3, to_timestamp($4))",
+        )
+        .bind(session.id.as_str())
+        .bind(user.id)
+        .bind(&url)
+        .bind(session.expires_at as f64)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(url)
     }
 
     /// A billing portal session for `user`'s Stripe customer; `None` when they have none.

@@ -32,10 +32,21 @@ pub const PRICE_METADATA: &str = "zenbu_price";
 /// Subscription statuses that give Premium.
 const PREMIUM_STATUSES: [&str; 2] = ["active", "trialing"];
 
+/// The webhook endpoint as configured: its signing secret, the Premium price, and whether the
+/// API key is a live one (events must come from the same mode).
+#[derive(Debug, Clone, Copy)]
+pub struct Endpoint<'a> {
+    pub secret: &'a str,
+    pub price: &'a str,
+    pub live: bool,
+}
+
 /// A verified event, reduced to what Zenbu acts on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Delivery {
     pub id: String,
+    /// Stripe's live mode (not test mode) made it.
+    pub livemode: bool,
     /// The event type, e.g. `customer.subscription.updated`.
     pub kind: String,
     /// When Stripe created the event (Unix seconds): orders subscription states.
@@ -46,9 +57,12 @@ pub struct Delivery {
 /// What an event says about a customer's subscriptions.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
+    /// A Checkout Session expired unused.
+    CheckoutExpired { session: String },
     /// A Checkout Session completed: who paid (our user id, from `client_reference_id`), as
     /// which customer, for which subscription, and whether it is paid already.
     CheckoutCompleted {
+        session: String,
         user: Option<i64>,
         customer: Option<String>,
         subscription: Option<String>,
@@ -93,7 +107,11 @@ pub fn read_delivery(
         Err(error) => return Err(Rejected::Signature(error)),
     };
     let change = match event.data.object {
+        EventObject::CheckoutSessionExpired(session) => Change::CheckoutExpired {
+            session: session.id.as_str().to_string(),
+        },
         EventObject::CheckoutSessionCompleted(session) => Change::CheckoutCompleted {
+            session: session.id.as_str().to_string(),
             user: session
                 .client_reference_id
                 .as_deref()
@@ -151,33 +169,42 @@ pub fn read_delivery(
     };
     Ok(Delivery {
         id: event.id.as_str().to_string(),
+        livemode: event.livemode,
         kind: event.type_.as_str().to_string(),
         created: event.created,
         change,
     })
 }
 
-/// Verifies and applies one delivery: Premium comes only from a subscription to `price` (a
-/// Checkout made for it, a subscription whose items hold it). `now` overrides the clock (Unix
-/// seconds; tests only).
+/// Verifies and applies one delivery: Premium comes only from a subscription to the endpoint's
+/// price (a Checkout made for it, a subscription whose items hold it), and only from events of
+/// the key's mode (a test-mode event reaching a live server changes nothing). `now` overrides
+/// the clock (Unix seconds; tests only).
 pub async fn handle(
     pool: &PgPool,
-    secret: &str,
-    price: &str,
+    endpoint: &Endpoint<'_>,
     payload: &str,
     signature: &str,
     now: Option<i64>,
 ) -> Result<Result<Handled, Rejected>, sqlx::Error> {
-    let delivery = match read_delivery(secret, payload, signature, now) {
+    let delivery = match read_delivery(endpoint.secret, payload, signature, now) {
         Ok(delivery) => delivery,
         Err(rejected) => return Ok(Err(rejected)),
     };
     let Delivery {
         id,
+        livemode,
         kind,
         created,
         change,
     } = delivery;
+    if livemode != endpoint.live {
+        tracing::warn!(event = %id, livemode, "a Stripe event of the other mode than the API key's: ignored");
+        return Ok(Ok(Handled::Ignored(format!(
+            "{kind} (livemode {livemode})"
+        ))));
+    }
+    let price = endpoint.price;
     let mut tx = pool.begin().await?;
     if !record_event_once(&mut tx, &id, &kind, created).await? {
         return Ok(Ok(Handled::Replay));
@@ -221,14 +248,33 @@ async fn apply_change(
     event_id: &str,
     created: i64,
 ) -> Result<bool, sqlx::Error> {
-    match change {
+    // Users first, then subscriptions, in every path that writes both (and in deleting an
+    // account): two events about one user cannot wait on each other.
+    match &change {
         Change::CheckoutCompleted {
+            user,
+            customer: Some(customer),
+            subscription,
+            ..
+        } => lock_users(tx, customer, subscription.as_deref(), *user).await?,
+        Change::Subscription { id, customer, .. } => {
+            lock_users(tx, customer, Some(id), None).await?
+        }
+        _ => {}
+    }
+    match change {
+        Change::CheckoutExpired { session } => {
+            close_checkout(tx, &session).await?;
+        }
+        Change::CheckoutCompleted {
+            session,
             user: Some(user),
             customer: Some(customer),
             subscription: Some(subscription),
             paid,
             price: Some(session_price),
         } if session_price == price => {
+            close_checkout(tx, &session).await?;
             link_customer(tx, user, &customer).await?;
             claim_subscription(tx, &subscription, &customer, user, paid, created).await?;
             refresh_plans(tx, &customer).await?;
@@ -267,9 +313,50 @@ async fn apply_change(
             .execute(&mut **tx)
             .await?;
         }
-        Change::CheckoutCompleted { .. } | Change::Other => return Ok(false),
+        Change::CheckoutCompleted { session, .. } => {
+            // Not a Premium Checkout (another price, or unpaid): nothing to grant.
+            close_checkout(tx, &session).await?;
+            return Ok(false);
+        }
+        Change::Other => return Ok(false),
     }
     Ok(true)
+}
+
+/// Locks the rows of the users a subscription event may change (the customer's, the
+/// subscription's claimant, the Checkout's user), in id order.
+async fn lock_users(
+    tx: &mut Transaction<'_, Postgres>,
+    customer: &str,
+    subscription: Option<&str>,
+    user: Option<i64>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "SELECT id FROM users
+          WHERE stripe_customer_id = $1 OR id = $3
+             OR id IN (SELECT user_id FROM stripe_subscriptions WHERE customer_id = $1 OR id = $2)
+          ORDER BY id FOR UPDATE",
+    )
+    .bind(customer)
+    .bind(subscription)
+    .bind(user)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// A Checkout Session is over (completed or expired): the user may open another.
+async fn close_checkout(
+    tx: &mut Transaction<'_, Postgres>,
+    session: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE checkout_sessions SET closed_at = now() WHERE id = $1 AND closed_at IS NULL",
+    )
+    .bind(session)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
 }
 
 /// Links a user to their Stripe customer, unless they have one (Checkout reuses it, so a user

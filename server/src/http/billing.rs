@@ -117,16 +117,7 @@ pub async fn stripe_webhook(
     let Ok(payload) = std::str::from_utf8(&body) else {
         return Ok(bad("the body is not UTF-8".into()));
     };
-    match webhook::handle(
-        &state.pool,
-        billing.webhook_secret(),
-        billing.price_id(),
-        payload,
-        signature,
-        None,
-    )
-    .await?
-    {
+    match webhook::handle(&state.pool, &billing.endpoint(), payload, signature, None).await? {
         Ok(handled) => {
             let outcome = match handled {
                 Handled::Applied(kind) => format!("applied {kind}"),

@@ -231,8 +231,11 @@ async fn cancelling_or_not_paying_returns_to_free_and_a_new_checkout_reuses_the_
 async fn deliver(pool: &PgPool, t: i64, payload: String) -> webhook::Handled {
     webhook::handle(
         pool,
-        SECRET,
-        PRICE,
+        &webhook::Endpoint {
+            secret: SECRET,
+            price: PRICE,
+            live: false,
+        },
         &payload,
         &sign(&payload, SECRET, t),
         Some(t),
@@ -680,4 +683,145 @@ async fn deleting_the_account_cancels_premium_through_stripe_first(pool: PgPool)
         mail::latest_for(&pool, "pay@example.com", 1).await.unwrap()[0].subject,
         "Zenbu: your account is deleted"
     );
+}
+
+/// Two tabs (or a double click) on "Go Premium": one Checkout Session, given to both, so two
+/// subscriptions cannot be paid for; once it is over (expired here), a new one.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_second_checkout_while_one_is_open_reuses_it(pool: PgPool) {
+    let shop = shop(&pool).await;
+    let first = go_premium(&shop).await;
+    let second = go_premium(&shop).await;
+    assert_eq!(first, second);
+    let csrf = shop.browser.csrf().await;
+    let browser = std::sync::Arc::new(shop.browser);
+    let together: Vec<_> = (0..3)
+        .map(|_| {
+            let (browser, csrf) = (browser.clone(), csrf.clone());
+            tokio::spawn(async move {
+                location(&browser.post("/premium/checkout", &[("csrf", &csrf)]).await)
+            })
+        })
+        .collect();
+    for tab in together {
+        assert!(tab.await.unwrap().ends_with(&first));
+    }
+    let created = shop
+        .fake
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/v1/checkout/sessions")
+        .count();
+    assert_eq!(created, 1);
+    let expires: i64 = shop.fake.requests()[0]
+        .field("expires_at")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((expires - events::now() - 31 * 60).abs() < 60, "{expires}");
+
+    // It expires unused: the next "Go Premium" makes a new one.
+    let session = events::checkout_session(
+        &first,
+        &serde_json::json!({ "status": "expired", "payment_status": "unpaid" }),
+        "http://fake",
+    );
+    let t = events::now();
+    let expired = events::event("evt_expired", "checkout.session.expired", t, session).to_string();
+    assert!(matches!(
+        deliver(&pool, t, expired).await,
+        webhook::Handled::Applied(_)
+    ));
+    let csrf = browser.csrf().await;
+    let next = location(&browser.post("/premium/checkout", &[("csrf", &csrf)]).await);
+    assert!(!next.ends_with(&first), "{next}");
+}
+
+/// An event from Stripe's other mode (a test-mode event reaching a live server, or the other
+/// way round) changes nothing, however well signed.
+#[sqlx::test(migrations = "../migrations")]
+async fn events_of_the_other_mode_than_the_key_change_nothing(pool: PgPool) {
+    let user = common::insert_user(&pool, "mode@example.com", PASSWORD).await;
+    let t = events::now();
+    let live =
+        completed_event("evt_live", t, user).replace("\"livemode\":false", "\"livemode\":true");
+    assert!(live.contains("\"livemode\":true"));
+    assert!(matches!(
+        deliver(&pool, t, live).await,
+        webhook::Handled::Ignored(_)
+    ));
+    assert_eq!(plan(&pool, user).await, "free");
+    assert!(matches!(
+        deliver(&pool, t, completed_event("evt_test", t, user)).await,
+        webhook::Handled::Applied(_)
+    ));
+    assert_eq!(plan(&pool, user).await, "premium");
+}
+
+/// A Checkout's completion and an update of its subscription arriving together: both write the
+/// user's row and the subscription's. They took them in opposite orders (users first in one,
+/// the subscription first in the other), and PostgreSQL broke the deadlock by failing one.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_checkout_and_its_subscription_update_arriving_together_both_apply(pool: PgPool) {
+    let user = common::insert_user(&pool, "order@example.com", PASSWORD).await;
+    let t = events::now() - 100;
+    deliver(&pool, t + 50, completed_event("evt_first", t, user)).await;
+    let mut holder = pool.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM users WHERE id = $1 FOR UPDATE")
+        .bind(user)
+        .execute(&mut *holder)
+        .await
+        .unwrap();
+    let waiting = |n: i64| {
+        let pool = pool.clone();
+        async move {
+            let started = std::time::Instant::now();
+            loop {
+                let now: i64 = sqlx::query_scalar(
+                    "SELECT count(*) FROM pg_stat_activity
+                      WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                )
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+                if now >= n {
+                    break;
+                }
+                assert!(
+                    started.elapsed() < std::time::Duration::from_secs(20),
+                    "never waited"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        }
+    };
+    // The Checkout's event first (it waits on the held user), then the subscription's.
+    let checkout = {
+        let pool = pool.clone();
+        let payload = completed_event("evt_again", t + 20, user);
+        tokio::spawn(async move { deliver(&pool, t + 50, payload).await })
+    };
+    waiting(1).await;
+    let update = {
+        let pool = pool.clone();
+        let payload = events::event(
+            "evt_update",
+            "customer.subscription.updated",
+            t + 30,
+            events::subscription("sub_manual", "cus_manual", "active", PRICE),
+        )
+        .to_string();
+        tokio::spawn(async move { deliver(&pool, t + 50, payload).await })
+    };
+    waiting(2).await;
+    holder.commit().await.unwrap();
+    assert!(matches!(
+        checkout.await.unwrap(),
+        webhook::Handled::Applied(_)
+    ));
+    assert!(matches!(
+        update.await.unwrap(),
+        webhook::Handled::Applied(_)
+    ));
+    assert_eq!(plan(&pool, user).await, "premium");
 }
