@@ -20,8 +20,8 @@ pub struct Viewer {
 pub struct UserSummary {
     pub email: String,
     pub premium: bool,
-    /// Has a Stripe customer (the billing portal can be opened).
-    pub has_billing_account: bool,
+    /// Stripe customers, each with its billing portal (one, or none, for nearly everyone).
+    pub billing_accounts: usize,
     /// The day of a failed payment not yet followed by a successful one.
     pub payment_failed_on: Option<String>,
     /// The account's signed-in sessions, newest first.

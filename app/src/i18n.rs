@@ -214,6 +214,14 @@ impl Lang {
         }
     }
 
+    /// The billing portal button of one of several Stripe customers.
+    pub fn manage_billing_account(self, account: usize, of: usize) -> String {
+        match self {
+            Lang::En => format!("Manage billing (account {account} of {of})"),
+            Lang::Es => format!("Gestionar facturación (cuenta {account} de {of})"),
+        }
+    }
+
     pub fn payment_failed(self, day: &str) -> String {
         match self {
             Lang::En => format!(

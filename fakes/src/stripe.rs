@@ -1,4 +1,5 @@
-//! A fake Stripe: the two API calls Zenbu makes (Checkout Sessions, Billing Portal sessions) in
+//! A fake Stripe: the API calls Zenbu makes (Checkout Sessions, Billing Portal sessions, listing
+//! and cancelling subscriptions) in
 //! Stripe's wire format (form-encoded requests with bracketed keys, bearer auth, Stripe-shaped
 //! JSON errors), a stand-in for the hosted Checkout and portal pages, and signed webhook delivery
 //! (`Stripe-Signature: t=…,v1=HMAC-SHA256("t.body")`, keyed by the whole `whsec_…` secret, as
@@ -126,6 +127,7 @@ impl FakeStripe {
                 "/v1/subscriptions/{id}",
                 axum::routing::delete(cancel_subscription),
             )
+            .route("/v1/subscriptions", get(list_subscriptions))
             .route("/checkout/{id}", get(checkout_page))
             .route("/checkout/{id}/pay", post(pay))
             .route("/portal/{id}", get(portal_page))
@@ -169,6 +171,20 @@ impl FakeStripe {
     /// `.deleted` for `canceled`).
     pub async fn set_subscription_status(&self, subscription: &str, status: &str) -> Option<u16> {
         set_status(&self.shared, subscription, status).await
+    }
+
+    /// Changes a subscription's status and delivers nothing: a webhook Stripe gave up on (the
+    /// app was down for days, the endpoint misconfigured). Only reading the subscription from
+    /// the API shows it.
+    pub fn set_subscription_status_silently(&self, subscription: &str, status: &str) -> bool {
+        let mut inner = self.shared.inner.lock().unwrap();
+        match inner.subscriptions.get_mut(subscription) {
+            Some(entry) => {
+                entry.1 = status.to_string();
+                true
+            }
+            None => false,
+        }
     }
 
     /// A renewal payment fails, as on Stripe: `invoice.payment_failed`, then the subscription
@@ -487,6 +503,38 @@ async fn cancel_subscription(
         set_status(&delivering, &id, "canceled").await;
     });
     Json(object).into_response()
+}
+
+/// `GET /v1/subscriptions?customer=…&status=all&limit=…`: the customer's subscriptions, as
+/// Stripe lists them (without `status`, Stripe leaves out cancelled ones; so does this).
+async fn list_subscriptions(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    axum::extract::Query(query): axum::extract::Query<Vec<(String, String)>>,
+) -> Response {
+    if let Some(refusal) = refuse(&shared, &headers, "/v1/subscriptions", &query) {
+        return refusal;
+    }
+    let customer = field(&query, "customer").map(str::to_string);
+    let all = field(&query, "status") == Some("all");
+    let price = shared.config.lock().unwrap().price_id.clone();
+    let mut data: Vec<(String, Value)> = shared
+        .inner
+        .lock()
+        .unwrap()
+        .subscriptions
+        .iter()
+        .filter(|(_, (owner, status))| {
+            customer.as_ref().is_none_or(|c| c == owner) && (all || status != "canceled")
+        })
+        .map(|(id, (owner, status))| (id.clone(), events::subscription(id, owner, status, &price)))
+        .collect();
+    data.sort_by(|a, b| a.0.cmp(&b.0));
+    Json(json!({
+        "object": "list", "url": "/v1/subscriptions", "has_more": false,
+        "data": data.into_iter().map(|(_, subscription)| subscription).collect::<Vec<_>>(),
+    }))
+    .into_response()
 }
 
 /// The hosted billing portal, reduced to a button that cancels the customer's subscriptions.

@@ -310,6 +310,16 @@ pub struct Config {
     )]
     pub stripe_webhook_secret: Option<SecretString>,
 
+    /// Minutes between two readings of the live subscriptions back from Stripe (a missed
+    /// webhook cannot keep or withhold Premium for longer); 0: never.
+    #[arg(
+        long,
+        env = "ZENBU_STRIPE_RECONCILE_MINUTES",
+        default_value_t = 360,
+        global = true
+    )]
+    pub stripe_reconcile_minutes: u64,
+
     /// Stripe's API address (tests and local runs point it at `fakes stripe`).
     #[arg(long, env = "STRIPE_API_BASE", global = true)]
     pub stripe_api_base: Option<String>,

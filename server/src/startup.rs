@@ -71,7 +71,17 @@ impl Application {
         let stripe = BillingConfig::from_config(config);
         let site = site_config(config, public_url, stripe.as_ref())?;
         let billing = match stripe {
-            Some(stripe) => Some(Billing::new(&stripe, &site.public_url)?),
+            Some(stripe) => {
+                let billing = Billing::new(&stripe, &site.public_url)?;
+                if config.stripe_reconcile_minutes > 0 {
+                    crate::billing::reconcile::spawn(
+                        pool.clone(),
+                        billing.clone(),
+                        Duration::from_secs(config.stripe_reconcile_minutes * 60),
+                    );
+                }
+                Some(billing)
+            }
             None => {
                 tracing::info!("Stripe is not configured: Premium cannot be bought on this server");
                 None

@@ -9,7 +9,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_location, use_query_map};
 
-use super::premium::{ManageBilling, go_premium};
+use super::premium::{ManageBillingAll, go_premium};
 use crate::{
     account::Viewer,
     api::load_viewer,
@@ -383,9 +383,9 @@ pub fn AccountPage() -> impl IntoView {
                         let plan = if user.premium { t.plan_premium } else { t.plan_free };
                         // The portal whenever there is a Stripe customer (a failed payment is
                         // fixed there); "Go Premium" while not Premium.
-                        let manage = user.has_billing_account.then(|| {
-                            view! { <ManageBilling csrf=viewer.csrf.clone() /> }
-                        });
+                        let manage = view! {
+                            <ManageBillingAll csrf=viewer.csrf.clone() accounts=user.billing_accounts />
+                        };
                         let upgrade = (!user.premium).then(|| go_premium(&viewer));
                         let billing = view! { {upgrade} {manage} };
                         view! {

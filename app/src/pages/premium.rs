@@ -28,7 +28,7 @@ pub fn go_premium(viewer: &Viewer) -> AnyView {
         .into_any(),
         Some(user) if user.premium => view! {
             <p class="notice" role="status">{t.you_are_premium}</p>
-            <ManageBilling csrf=viewer.csrf.clone() />
+            <ManageBillingAll csrf=viewer.csrf.clone() accounts=user.billing_accounts />
         }
         .into_any(),
         Some(_) => view! {
@@ -43,14 +43,29 @@ pub fn go_premium(viewer: &Viewer) -> AnyView {
 
 /// Opens Stripe's billing portal (change card, cancel).
 #[component]
-pub fn ManageBilling(csrf: String) -> impl IntoView {
-    let t = use_lang().texts();
+pub fn ManageBilling(csrf: String, account: usize, of: usize) -> impl IntoView {
+    let lang = use_lang();
+    let label = if of > 1 {
+        lang.manage_billing_account(account + 1, of)
+    } else {
+        lang.texts().manage_billing.to_string()
+    };
     view! {
         <form method="post" action="/billing/portal">
             <input type="hidden" name="csrf" value=csrf />
-            <button type="submit">{t.manage_billing}</button>
+            <input type="hidden" name="account" value=account.to_string() />
+            <button type="submit">{label}</button>
         </form>
     }
+}
+
+/// One [`ManageBilling`] per Stripe customer of the user (several only for someone who paid in
+/// two Checkouts at once: each subscription is managed in its own customer's portal).
+#[component]
+pub fn ManageBillingAll(csrf: String, accounts: usize) -> impl IntoView {
+    (0..accounts)
+        .map(|account| view! { <ManageBilling csrf=csrf.clone() account=account of=accounts /> })
+        .collect_view()
 }
 
 /// `/premium`.

@@ -6,6 +6,7 @@
 //! written only by an event newer than the state it replaces), so replayed events (ids are
 //! stored) and events delivered out of order leave the right plan.
 
+pub mod reconcile;
 pub mod webhook;
 
 use secrecy::{ExposeSecret, SecretString};
@@ -202,18 +203,15 @@ impl Billing {
         Ok(url)
     }
 
-    /// A billing portal session for `user`'s Stripe customer; `None` when they have none.
+    /// A billing portal session for the `account`th of `user`'s Stripe customers (see
+    /// [`customers`]); `None` when there is no such customer.
     pub async fn portal_url(
         &self,
         pool: &PgPool,
         user: &User,
+        account: usize,
     ) -> Result<Option<String>, BillingError> {
-        let customer: Option<String> =
-            sqlx::query_scalar("SELECT stripe_customer_id FROM users WHERE id = $1")
-                .bind(user.id)
-                .fetch_one(pool)
-                .await?;
-        let Some(customer) = customer else {
+        let Some(customer) = customers(pool, user.id).await?.into_iter().nth(account) else {
             return Ok(None);
         };
         let portal = stripe_billing::billing_portal_session::CreateBillingPortalSession::new()
@@ -252,6 +250,26 @@ impl Billing {
     }
 }
 
+/// Every Stripe customer of `user_id`, the linked one first: one person is one customer since
+/// Checkout reuses it, but a user who paid in two Checkouts at once before that (two tabs)
+/// has a second, whose subscription only its own portal can cancel.
+pub async fn customers(pool: &PgPool, user_id: i64) -> Result<Vec<String>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT customer FROM (
+             SELECT stripe_customer_id AS customer, 0 AS rank FROM users
+              WHERE id = $1 AND stripe_customer_id IS NOT NULL
+             UNION
+             SELECT customer_id, 1 FROM stripe_subscriptions s
+              WHERE s.user_id = $1
+                AND customer_id IS DISTINCT FROM (SELECT stripe_customer_id FROM users WHERE id = $1)
+         ) c
+         ORDER BY rank, customer",
+    )
+    .bind(user_id)
+    .fetch_all(pool)
+    .await
+}
+
 /// The ids of `user_id`'s subscriptions that are not over.
 pub async fn live_subscriptions(pool: &PgPool, user_id: i64) -> Result<Vec<String>, sqlx::Error> {
     sqlx::query_scalar(
@@ -269,8 +287,8 @@ pub async fn live_subscriptions(pool: &PgPool, user_id: i64) -> Result<Vec<Strin
 /// What the account page shows about billing.
 #[derive(Debug, Clone, Default, PartialEq, Eq, sqlx::FromRow)]
 pub struct BillingStatus {
-    /// Has a Stripe customer: the billing portal can be opened.
-    pub has_customer: bool,
+    /// Stripe customers ([`customers`]): one billing portal each.
+    pub customers: i64,
     /// Has a subscription that is not over (active, trialing, past due, unpaid...): a new
     /// Checkout would make a second one, so the portal is offered instead.
     pub has_live_subscription: bool,
@@ -279,7 +297,7 @@ pub struct BillingStatus {
 }
 
 /// Subscription statuses after which nothing is charged any more.
-const ENDED_STATUSES: [&str; 2] = ["canceled", "incomplete_expired"];
+pub(crate) const ENDED_STATUSES: [&str; 2] = ["canceled", "incomplete_expired"];
 
 pub async fn status(pool: &PgPool, user_id: i64) -> Result<BillingStatus, sqlx::Error> {
     let status: Option<BillingStatus> = sqlx::query_as(
@@ -287,7 +305,10 @@ pub async fn status(pool: &PgPool, user_id: i64) -> Result<BillingStatus, sqlx::
              SELECT s.* FROM stripe_subscriptions s, users u
               WHERE u.id = $1 AND (s.user_id = u.id OR s.customer_id = u.stripe_customer_id)
          )
-         SELECT u.stripe_customer_id IS NOT NULL AS has_customer,
+         SELECT (SELECT count(DISTINCT c) FROM (
+                    SELECT u.stripe_customer_id AS c WHERE u.stripe_customer_id IS NOT NULL
+                    UNION SELECT customer_id FROM stripe_subscriptions WHERE user_id = u.id
+                 ) linked) AS customers,
                 EXISTS (SELECT 1 FROM mine WHERE status <> ALL($2)) AS has_live_subscription,
                 CASE WHEN EXISTS (SELECT 1 FROM mine WHERE status IN ('past_due', 'unpaid')) THEN
                     (SELECT to_char(max(f.failed_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD')

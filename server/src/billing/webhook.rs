@@ -325,7 +325,7 @@ async fn apply_change(
 
 /// Locks the rows of the users a subscription event may change (the customer's, the
 /// subscription's claimant, the Checkout's user), in id order.
-async fn lock_users(
+pub(super) async fn lock_users(
     tx: &mut Transaction<'_, Postgres>,
     customer: &str,
     subscription: Option<&str>,
@@ -403,19 +403,19 @@ async fn claim_subscription(
     Ok(())
 }
 
-/// What one subscription event says about a subscription.
-struct SubscriptionState<'a> {
-    status: &'a str,
-    period_end: Option<i64>,
+/// What one subscription event (or a read of it from the API) says about a subscription.
+pub(super) struct SubscriptionState<'a> {
+    pub status: &'a str,
+    pub period_end: Option<i64>,
     /// Its items hold the Premium price.
-    ours: bool,
-    event_created: i64,
+    pub ours: bool,
+    pub event_created: i64,
 }
 
 /// Stores a subscription's state unless a newer event already did. Event times are whole
 /// seconds, so an update and a cancellation can share one: then the cancellation stays (a
 /// cancelled subscription never becomes active again in Stripe).
-async fn record_subscription(
+pub(super) async fn record_subscription(
     tx: &mut Transaction<'_, Postgres>,
     id: &str,
     customer: &str,
@@ -453,7 +453,7 @@ async fn record_subscription(
 /// subscriptions (two cancellations at once, possibly of two customers) then take turns, and
 /// the second's plan is read after the first has committed. Read in one statement, each saw
 /// the other's subscription as it was before and the last to write kept Premium.
-async fn refresh_plans(
+pub(super) async fn refresh_plans(
     tx: &mut Transaction<'_, Postgres>,
     customer: &str,
 ) -> Result<(), sqlx::Error> {

@@ -120,7 +120,7 @@ impl Backend for PagesBackend {
                 Some(UserSummary {
                     premium: user.plan() == Plan::Premium,
                     email: user.email,
-                    has_billing_account: billing.has_customer,
+                    billing_accounts: usize::try_from(billing.customers).unwrap_or(0),
                     payment_failed_on: billing.payment_failed_on,
                     sessions: sessions
                         .into_iter()

@@ -23,6 +23,9 @@ use crate::{
 pub struct BillingForm {
     #[serde(default)]
     csrf: String,
+    /// Which of the user's Stripe customers the portal is for (`billing::customers`).
+    #[serde(default)]
+    account: usize,
 }
 
 /// `POST /premium/checkout`: a Checkout Session for the signed-in user, then 303 to Stripe.
@@ -48,7 +51,7 @@ pub async fn checkout(
         .await?
         .has_live_subscription
     {
-        return match billing.portal_url(&state.pool, &user).await {
+        return match billing.portal_url(&state.pool, &user, 0).await {
             Ok(Some(url)) => Ok(Redirect::to(&url)),
             Ok(None) => Ok(Redirect::to("/account")),
             Err(error) => {
@@ -80,7 +83,7 @@ pub async fn portal(
     let Some(billing) = &state.billing else {
         return Ok(Redirect::to("/account?error=billing-off"));
     };
-    match billing.portal_url(&state.pool, &user).await {
+    match billing.portal_url(&state.pool, &user, form.account).await {
         Ok(Some(url)) => Ok(Redirect::to(&url)),
         Ok(None) => Ok(Redirect::to("/premium")),
         Err(error) => {

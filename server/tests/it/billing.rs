@@ -825,3 +825,111 @@ async fn a_checkout_and_its_subscription_update_arriving_together_both_apply(poo
     ));
     assert_eq!(plan(&pool, user).await, "premium");
 }
+
+/// A Checkout Session made straight through the fake's API, as a second tab did before the
+/// app reused open sessions: the way a user came to have two customers.
+async fn session_through_the_api(shop: &Shop) -> String {
+    let user = shop.user_id.to_string();
+    let success = shop.app.url("/premium/success");
+    let cancel = shop.app.url("/premium/cancelled");
+    let form = [
+        ("mode", "subscription"),
+        ("line_items[0][price]", PRICE),
+        ("line_items[0][quantity]", "1"),
+        ("client_reference_id", user.as_str()),
+        ("customer_email", "pay@example.com"),
+        ("metadata[zenbu_price]", PRICE),
+        ("success_url", success.as_str()),
+        ("cancel_url", cancel.as_str()),
+    ];
+    let session: serde_json::Value = reqwest::Client::new()
+        .post(format!("{}/v1/checkout/sessions", shop.fake.base_url()))
+        .bearer_auth("sk_test_123")
+        .form(&form)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    session["id"].as_str().unwrap().to_string()
+}
+
+/// Someone who paid in two Checkouts at once has two Stripe customers: each gets its own
+/// "Manage billing", so the second subscription can be cancelled too.
+#[sqlx::test(migrations = "../migrations")]
+async fn the_portal_reaches_every_customer_of_the_user(pool: PgPool) {
+    let shop = shop(&pool).await;
+    let (first, second) = (
+        session_through_the_api(&shop).await,
+        session_through_the_api(&shop).await,
+    );
+    let (customer_one, _) = shop.fake.complete_checkout(&first).await.unwrap();
+    let (customer_two, _) = shop.fake.complete_checkout(&second).await.unwrap();
+    assert_ne!(customer_one, customer_two);
+    let account = shop.browser.page("/account").await;
+    assert!(
+        account.contains("Manage billing (account 1 of 2)"),
+        "{account}"
+    );
+    assert!(
+        account.contains("Manage billing (account 2 of 2)"),
+        "{account}"
+    );
+    for (index, customer) in [("0", &customer_one), ("1", &customer_two)] {
+        let csrf = shop.browser.csrf().await;
+        let response = shop
+            .browser
+            .post("/billing/portal", &[("csrf", &csrf), ("account", index)])
+            .await;
+        assert!(location(&response).starts_with(&format!("{}/portal/", shop.fake.base_url())));
+        let request = shop.fake.requests().pop().unwrap();
+        assert_eq!(request.field("customer"), Some(customer.as_str()));
+    }
+    // No third: back to the Premium page, no portal.
+    let csrf = shop.browser.csrf().await;
+    let response = shop
+        .browser
+        .post("/billing/portal", &[("csrf", &csrf), ("account", "2")])
+        .await;
+    assert_eq!(location(&response), "/premium");
+}
+
+/// A cancellation whose webhook never arrived (Stripe gave up) ends Premium at the next
+/// reconciliation, which reads the subscriptions through the API; a failing API changes
+/// nothing.
+#[sqlx::test(migrations = "../migrations")]
+async fn reconciling_finds_a_cancellation_whose_webhook_never_came(pool: PgPool) {
+    let shop = shop(&pool).await;
+    let session = go_premium(&shop).await;
+    let (_, subscription) = shop.fake.complete_checkout(&session).await.unwrap();
+    assert_eq!(plan(&pool, shop.user_id).await, "premium");
+    assert!(
+        shop.fake
+            .set_subscription_status_silently(&subscription, "canceled")
+    );
+    assert_eq!(plan(&pool, shop.user_id).await, "premium", "no webhook");
+    let billing = Billing::new(
+        &BillingConfig {
+            secret_key: "sk_test_123".to_string().into(),
+            price_id: PRICE.into(),
+            webhook_secret: SECRET.to_string().into(),
+            api_base: Some(shop.fake.base_url()),
+        },
+        &shop.app.url(""),
+    )
+    .unwrap();
+    shop.fake.set_behaviour(ApiBehaviour::Status(500));
+    let failed = billing.reconcile(&pool).await.unwrap();
+    assert_eq!(failed.customers, 0);
+    assert_eq!(plan(&pool, shop.user_id).await, "premium");
+    shop.fake.set_behaviour(ApiBehaviour::Normal);
+    let pass = billing.reconcile(&pool).await.unwrap();
+    assert_eq!((pass.customers, pass.corrected), (1, 1));
+    assert_eq!(plan(&pool, shop.user_id).await, "free");
+    let listed = shop.fake.requests().pop().unwrap();
+    assert_eq!(listed.path, "/v1/subscriptions");
+    assert_eq!(listed.field("status"), Some("all"));
+    // A second pass finds nothing more to correct.
+    assert_eq!(billing.reconcile(&pool).await.unwrap().corrected, 0);
+}
