@@ -150,7 +150,7 @@ pub fn cookies(data: &[u8]) {
     if let Ok(value) = HeaderValue::from_str(cookie) {
         headers.insert(header::COOKIE, value);
     }
-    if let Some(verified) = visitor::verified_id(&KEY, &headers) {
+    if let Some(verified) = visitor::verified_id(&KEY, &headers, visitor::COOKIE) {
         let signed = visitor::set_cookie(&KEY, &verified, false);
         let pair = signed.split(';').next().expect("a name=value pair");
         let (_, value) = pair.split_once('=').expect("name=value");
@@ -164,7 +164,10 @@ pub fn cookies(data: &[u8]) {
             header::COOKIE,
             HeaderValue::from_str(signed.split(';').next().unwrap()).unwrap(),
         );
-        assert_eq!(visitor::verified_id(&KEY, &headers).as_deref(), Some(id));
+        assert_eq!(
+            visitor::verified_id(&KEY, &headers, visitor::COOKIE).as_deref(),
+            Some(id)
+        );
     }
     assert_eq!(
         csrf::verify(&KEY, id, token),
@@ -188,7 +191,9 @@ pub fn cookies(data: &[u8]) {
         }
     }
 
-    // The network: X-Forwarded-For counts only behind a proxy, and then only its last entry.
+    // The network: X-Forwarded-For counts only from a trusted proxy, and then (one hop) only
+    // its last entry.
+    use server::accounts::network::TrustedProxies;
     const PREFIX: u8 = server::accounts::network::DEFAULT_IPV6_PREFIX;
     let mut headers = HeaderMap::new();
     if let Ok(value) = HeaderValue::from_str(forwarded) {
@@ -198,12 +203,26 @@ pub fn cookies(data: &[u8]) {
     let mut extensions = Extensions::new();
     extensions.insert(axum::extract::ConnectInfo(peer));
     assert_eq!(
-        ClientNetwork::from_request(&headers, &extensions, false, PREFIX),
+        ClientNetwork::from_request(&headers, &extensions, &TrustedProxies::none(), PREFIX),
+        ClientNetwork::of(peer.ip(), PREFIX)
+    );
+    // A peer that is no trusted proxy: its own address, whatever it forwards.
+    assert_eq!(
+        ClientNetwork::from_request(
+            &headers,
+            &extensions,
+            &TrustedProxies::private_ranges(),
+            PREFIX
+        ),
         ClientNetwork::of(peer.ip(), PREFIX)
     );
     // Behind a proxy: the last entry's address when it is one ("ip" or "ip:port"), else the
     // peer; never an earlier entry.
-    let behind = ClientNetwork::from_request(&headers, &extensions, true, PREFIX);
+    let proxy = TrustedProxies {
+        networks: vec!["192.0.2.1/32".parse().expect("a network")],
+        hops: 1,
+    };
+    let behind = ClientNetwork::from_request(&headers, &extensions, &proxy, PREFIX);
     let last = forwarded.rsplit(',').next().unwrap_or_default().trim();
     let expected = match headers.contains_key("x-forwarded-for") {
         true => last

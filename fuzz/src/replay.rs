@@ -114,6 +114,7 @@ fn webhook_seeds_are_read_as_the_events_they_are() {
     assert_eq!(
         read("checkout-completed.json"),
         Change::CheckoutCompleted {
+            session: "cs_1".into(),
             user: Some(42),
             customer: Some("cus_1".into()),
             subscription: Some("sub_1".into()),
