@@ -17,7 +17,10 @@ pub use premium::{PremiumCancelledPage, PremiumPage, PremiumSuccessPage};
 
 use leptos::prelude::*;
 
-use crate::{i18n::use_lang, search::AnimeCard};
+use crate::{
+    i18n::use_lang,
+    search::{AnimeCard, COVER_HEIGHT, COVER_WIDTH},
+};
 
 /// One anime: linked title, English title, year, format, genres, the start of its synopsis, with
 /// `mark` (a part of that start, e.g. the passage a search matched) marked when it is there.
@@ -31,6 +34,7 @@ fn Card(card: AnimeCard, #[prop(default = None)] mark: Option<String>) -> impl I
     let genres: Vec<&str> = card.genres.iter().map(|g| lang.genre(g)).collect();
     view! {
         <article class="card">
+            <Poster card=card.clone() width=COVER_WIDTH height=COVER_HEIGHT />
             <h3><a href=format!("/anime/{}", card.id)>{card.title.clone()}</a></h3>
             {card.english_title.clone().map(|english| view! { <p class="english">{english}</p> })}
             <p class="facts">
@@ -39,6 +43,28 @@ fn Card(card: AnimeCard, #[prop(default = None)] mark: Option<String>) -> impl I
             </p>
             <p class="snippet">{marked(&card.snippet, mark.as_deref())}</p>
         </article>
+    }
+}
+
+/// An anime's poster at a fixed size (so nothing moves when it loads), on a block of its colour
+/// that shows while it loads; where AniList has no poster, the block with the title's initials.
+#[component]
+fn Poster(card: AnimeCard, width: u32, height: u32) -> impl IntoView {
+    let style = format!("background-color:{}", card.block_color());
+    match card.cover.clone() {
+        Some(src) => view! {
+            <div class="poster" style=style.clone()>
+                <img src=src alt=card.title.clone() loading="lazy" decoding="async"
+                    width=width.to_string() height=height.to_string() />
+            </div>
+        }
+        .into_any(),
+        None => view! {
+            <div class="poster poster-missing" style=style role="img" aria-label=card.title.clone()>
+                <span aria-hidden="true">{card.initials()}</span>
+            </div>
+        }
+        .into_any(),
     }
 }
 

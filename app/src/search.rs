@@ -133,6 +133,47 @@ pub struct AnimeCard {
     pub format: Option<String>,
     pub genres: Vec<String>,
     pub snippet: String,
+    /// The poster's address on this site (`/img/anime/{id}/cover`), when AniList has one.
+    #[serde(default)]
+    pub cover: Option<String>,
+    /// The poster's colour (`#rrggbb`): the block shown while it loads, or instead of it.
+    #[serde(default)]
+    pub color: Option<String>,
+}
+
+/// Poster sizes on cards, in CSS pixels (AniList's `large` is 230 × 326: the same ratio).
+pub const COVER_WIDTH: u32 = 92;
+pub const COVER_HEIGHT: u32 = 130;
+
+impl AnimeCard {
+    /// Up to two letters standing for the title where there is no poster: the first letters of
+    /// its first two words ("Mushishi" → "M", "Cowboy Bebop" → "CB").
+    pub fn initials(&self) -> String {
+        self.title
+            .split_whitespace()
+            .filter_map(|word| word.chars().find(|c| c.is_alphanumeric()))
+            .take(2)
+            .flat_map(char::to_uppercase)
+            .collect()
+    }
+
+    /// The placeholder colour: AniList's, else one of a few muted ones picked by the id (so a
+    /// card keeps its colour from one visit to the next).
+    pub fn block_color(&self) -> String {
+        const MUTED: [&str; 6] = [
+            "#5b6c8f", "#7a5c8f", "#8f6a5c", "#5c8f7a", "#8f8a5c", "#5c7f8f",
+        ];
+        self.color
+            .clone()
+            .unwrap_or_else(|| MUTED[self.id.unsigned_abs() as usize % MUTED.len()].to_string())
+    }
+}
+
+/// `color` when it is a plain `#rrggbb` (it goes into a style attribute), else nothing.
+pub fn safe_color(color: &str) -> Option<String> {
+    let hex = color.strip_prefix('#')?;
+    (hex.len() == 6 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| color.to_ascii_lowercase())
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

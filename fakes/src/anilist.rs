@@ -3,12 +3,19 @@
 //! by id or by start date (entries without one first); perPage at
 //! most 50 (a GraphQL error above); at most `result_cap` results per filter combination (AniList's
 //! 5,000); a request budget per window answered with 429 + `Retry-After` and the
-//! `X-RateLimit-*` headers; and failures on demand for chosen pages.
+//! `X-RateLimit-*` headers; and failures on demand for chosen pages. With `posters`, items
+//! without a `coverImage` get one in AniList's shape (and a `bannerImage`), pointing at small
+//! PNGs this fake serves (`/img/{size}/{id}.png`), which can be made to fail. `id_in` picks
+//! items by id (`server ingest --refresh-images` asks for images that way).
 
 use std::{
     collections::VecDeque,
+    io::Write,
     net::SocketAddr,
-    sync::{Arc, Mutex},
+    sync::{
+        Arc, Mutex, OnceLock,
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+    },
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
@@ -18,7 +25,7 @@ use axum::{
     extract::State,
     http::{HeaderMap, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
-    routing::post,
+    routing::{get, post},
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -34,6 +41,8 @@ pub struct FakeAniListConfig {
     pub window: Duration,
     /// Send `X-RateLimit-Remaining`/`-Reset` on successful answers (AniList does).
     pub rate_limit_headers: bool,
+    /// Give items without one a `coverImage` and `bannerImage` served by this fake.
+    pub posters: bool,
 }
 
 impl FakeAniListConfig {
@@ -50,6 +59,7 @@ impl FakeAniListConfig {
             requests_per_window: 30,
             window: Duration::from_secs(60),
             rate_limit_headers: true,
+            posters: false,
         }
     }
 }
@@ -125,6 +135,12 @@ struct FakeState {
     recent: Mutex<VecDeque<Instant>>,
     rules: Mutex<Vec<FailureRule>>,
     log: Mutex<Vec<RequestRecord>>,
+    /// `http://addr`, once serving.
+    base: OnceLock<String>,
+    /// Image requests answer 500 while set.
+    images_fail: AtomicBool,
+    /// Image requests answered so far.
+    images_served: AtomicUsize,
 }
 
 pub struct FakeAniList {
@@ -149,11 +165,16 @@ impl FakeAniList {
             recent: Mutex::default(),
             rules: Mutex::default(),
             log: Mutex::default(),
+            base: OnceLock::new(),
+            images_fail: AtomicBool::new(false),
+            images_served: AtomicUsize::new(0),
         });
         let app = Router::new()
             .route("/", post(graphql))
+            .route("/img/{size}/{file}", get(image))
             .with_state(state.clone());
         let server = super::serve(app, addr).await?;
+        let _ = state.base.set(format!("http://{}", server.addr));
         Ok(Self {
             addr: server.addr,
             state,
@@ -176,6 +197,90 @@ impl FakeAniList {
     pub fn requests(&self) -> Vec<RequestRecord> {
         self.state.log.lock().unwrap().clone()
     }
+
+    /// Image requests answer 500 (true) or the image again (false).
+    pub fn fail_images(&self, fail: bool) {
+        self.state.images_fail.store(fail, Ordering::SeqCst);
+    }
+
+    /// Image requests answered with an image so far.
+    pub fn images_served(&self) -> usize {
+        self.state.images_served.load(Ordering::SeqCst)
+    }
+
+    /// The URL of a poster this fake serves, as its `coverImage` gives it.
+    pub fn poster_url(&self, size: &str, id: i64) -> String {
+        format!("http://{}/img/{size}/{id}.png", self.addr)
+    }
+}
+
+/// The colour of anime `id`'s fake poster.
+fn poster_color(id: i64) -> [u8; 3] {
+    let n = id.unsigned_abs();
+    [
+        (n * 47 % 200 + 30) as u8,
+        (n * 89 % 200 + 30) as u8,
+        (n * 131 % 200 + 30) as u8,
+    ]
+}
+
+/// `GET /img/{size}/{id}.png`: a small PNG of the anime's colour, at AniList's poster ratio.
+async fn image(
+    State(state): State<Arc<FakeState>>,
+    axum::extract::Path((size, file)): axum::extract::Path<(String, String)>,
+) -> Response {
+    if state.images_fail.load(Ordering::SeqCst) {
+        return (StatusCode::INTERNAL_SERVER_ERROR, "image host down").into_response();
+    }
+    let Some(id) = file
+        .strip_suffix(".png")
+        .and_then(|id| id.parse::<i64>().ok())
+    else {
+        return (StatusCode::NOT_FOUND, "no such image").into_response();
+    };
+    let (width, height) = match size.as_str() {
+        "extraLarge" => (46, 65),
+        "medium" => (10, 14),
+        "banner" => (190, 40),
+        _ => (23, 33),
+    };
+    state.images_served.fetch_add(1, Ordering::SeqCst);
+    (
+        [(axum::http::header::CONTENT_TYPE, "image/png")],
+        solid_png(width, height, poster_color(id)),
+    )
+        .into_response()
+}
+
+/// A `width` × `height` PNG of one colour (8-bit RGB, no interlace).
+pub fn solid_png(width: u32, height: u32, rgb: [u8; 3]) -> Vec<u8> {
+    // Each row: its filter byte (0, none), then the pixels.
+    let row: Vec<u8> = std::iter::once(0)
+        .chain((0..width).flat_map(|_| rgb))
+        .collect();
+    let rows = row.repeat(height as usize);
+    let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    zlib.write_all(&rows).expect("writing to memory");
+    let pixels = zlib.finish().expect("writing to memory");
+    let mut header = Vec::with_capacity(13);
+    header.extend_from_slice(&width.to_be_bytes());
+    header.extend_from_slice(&height.to_be_bytes());
+    header.extend_from_slice(&[8, 2, 0, 0, 0]); // 8 bits, RGB, deflate, no filter set, no interlace
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    for (kind, data) in [
+        (&b"IHDR"[..], &header[..]),
+        (b"IDAT", &pixels),
+        (b"IEND", &[]),
+    ] {
+        png.extend_from_slice(&(data.len() as u32).to_be_bytes());
+        png.extend_from_slice(kind);
+        png.extend_from_slice(data);
+        let mut crc = flate2::Crc::new();
+        crc.update(kind);
+        crc.update(data);
+        png.extend_from_slice(&crc.sum().to_be_bytes());
+    }
+    png
 }
 
 #[derive(Debug, Deserialize)]
@@ -194,6 +299,7 @@ struct Variables {
     format: Option<String>,
     format_not_in: Option<Vec<String>>,
     sort: Option<Vec<String>>,
+    id_in: Option<Vec<i64>>,
 }
 
 fn error_body(status: StatusCode, message: &str) -> Response {
@@ -269,6 +375,7 @@ impl FakeState {
             .iter()
             .zip(&self.config.media)
             .filter(|(m, _)| m.media_type.as_deref().unwrap_or("ANIME") == "ANIME")
+            .filter(|(m, _)| vars.id_in.as_ref().is_none_or(|ids| ids.contains(&m.id)))
             .filter(|(m, _)| vars.season_year.is_none() || m.season_year == vars.season_year)
             .filter(|(m, _)| vars.season.is_none() || m.season == vars.season)
             .filter(|(m, _)| vars.format.is_none() || m.format == vars.format)
@@ -293,6 +400,36 @@ impl FakeState {
         matching.into_iter().map(|(_, item)| item).collect()
     }
 
+    /// `item`, with a `coverImage` and `bannerImage` served here when `posters` is on and it
+    /// has none.
+    fn with_posters(&self, mut item: Value) -> Value {
+        let (true, Some(base)) = (self.config.posters, self.base.get()) else {
+            return item;
+        };
+        let Some(id) = item.get("id").and_then(Value::as_i64) else {
+            return item;
+        };
+        if let Some(object) = item.as_object_mut()
+            && object.get("coverImage").is_none_or(Value::is_null)
+        {
+            let [r, g, b] = poster_color(id);
+            object.insert(
+                "coverImage".into(),
+                json!({
+                    "extraLarge": format!("{base}/img/extraLarge/{id}.png"),
+                    "large": format!("{base}/img/large/{id}.png"),
+                    "medium": format!("{base}/img/medium/{id}.png"),
+                    "color": format!("#{r:02x}{g:02x}{b:02x}"),
+                }),
+            );
+            object.insert(
+                "bannerImage".into(),
+                json!(format!("{base}/img/banner/{id}.png")),
+            );
+        }
+        item
+    }
+
     /// The JSON body of one page of the matching items (the first `result_cap` of them).
     fn page_body(&self, vars: &Variables, page: u32, per_page: u32, invalid_item: bool) -> String {
         let matching = self.matching(vars);
@@ -303,7 +440,7 @@ impl FakeState {
             .iter()
             .skip(start)
             .take(per_page as usize)
-            .map(|&item| item.clone())
+            .map(|&item| self.with_posters(item.clone()))
             .collect();
         if invalid_item {
             items.push(json!({ "title": { "romaji": "no id" } }));

@@ -67,6 +67,9 @@ struct AniListArgs {
     /// Leave out X-RateLimit-Remaining/-Reset, so a fast client runs into 429s.
     #[arg(long)]
     no_rate_limit_headers: bool,
+    /// Give items without a poster one served by this fake (small generated PNGs).
+    #[arg(long)]
+    posters: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -110,6 +113,7 @@ async fn serve(fake: Fake) -> Result<()> {
             config.requests_per_window = args.requests_per_minute;
             config.result_cap = args.result_cap;
             config.rate_limit_headers = !args.no_rate_limit_headers;
+            config.posters = args.posters;
             let fake = FakeAniList::start(config, args.listen).await?;
             println!("fake AniList on {} (Ctrl-C to stop)", fake.url());
             shutdown_signal().await;

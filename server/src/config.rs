@@ -259,6 +259,17 @@ pub struct Config {
     )]
     pub request_burst_per_network: u32,
 
+    /// Image hosts posters may be fetched from (`host` or `host:port`, comma-separated): the
+    /// URLs come from AniList's data, and nothing else is fetched.
+    #[arg(
+        long,
+        env = "ZENBU_IMAGE_HOSTS",
+        value_delimiter = ',',
+        default_value = crate::images::DEFAULT_HOSTS,
+        global = true
+    )]
+    pub image_hosts: Vec<String>,
+
     /// Serve the mail outbox at /dev/mail (local runs and browser tests; never in production:
     /// it shows sign-up links).
     #[arg(

@@ -10,6 +10,7 @@ pub mod config;
 pub mod db;
 pub mod files;
 pub mod http;
+pub mod images;
 pub mod mail;
 pub mod metrics;
 pub mod openai;

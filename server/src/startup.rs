@@ -221,6 +221,10 @@ pub fn site_config(
             .filter(|token| !token.expose_secret().trim().is_empty()),
         form_targets: stripe.map(BillingConfig::page_origins).unwrap_or_default(),
         limits: crate::http::limits::Limits::from_config(config),
+        images: crate::images::Images::new(
+            config.embedded.data_dir.join("images"),
+            config.image_hosts.clone(),
+        ),
     };
     if site.public_url.starts_with("https://") && site.visitors.proxies.is_empty() {
         tracing::warn!(

@@ -54,6 +54,7 @@ const QUERY: &str = r#"query ($page: Int, $perPage: Int, $seasonYear: Int, $seas
       startDate { year month day } description(asHtml: false) genres
       tags { name rank category isGeneralSpoiler isMediaSpoiler }
       averageScore popularity isAdult
+      coverImage { extraLarge large medium color } bannerImage
       relations { edges { relationType node { id type format } } }
     }
   }

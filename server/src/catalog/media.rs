@@ -38,6 +38,25 @@ pub struct Media {
     pub is_adult: Option<bool>,
     #[serde(default)]
     pub relations: Option<Relations>,
+    /// The poster, in AniList's sizes (the shared catalog has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cover_image: Option<CoverImage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub banner_image: Option<String>,
+}
+
+/// AniList's `coverImage`: the poster's URLs and its average colour (`#rrggbb`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CoverImage {
+    #[serde(default)]
+    pub extra_large: Option<String>,
+    #[serde(default)]
+    pub large: Option<String>,
+    #[serde(default)]
+    pub medium: Option<String>,
+    #[serde(default)]
+    pub color: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -84,9 +84,14 @@ impl NetworkRate {
 }
 
 /// Whether a request is outside the per-network rate: the site's files (a page load fetches
-/// several, and they are served from memory or disk) and Stripe's signed webhooks.
+/// several, and they are served from memory or disk), posters, and Stripe's signed webhooks.
 fn uncounted(path: &str) -> bool {
-    path.starts_with("/pkg/") || path == "/favicon.ico" || path == "/stripe/webhook"
+    // Posters too: one results page asks for twenty at once, and a person paging through
+    // results would run into the rate with broken images (each is a lookup by key and a file).
+    path.starts_with("/pkg/")
+        || path.starts_with("/img/")
+        || path == "/favicon.ico"
+        || path == "/stripe/webhook"
 }
 
 /// The per-network rate. It runs before the visitor middleware (so a refusal costs no cookie

@@ -58,6 +58,8 @@ pub struct SiteConfig {
     pub form_targets: Vec<String>,
     /// Time, concurrency and per-network rate limits on every request.
     pub limits: limits::Limits,
+    /// Posters, fetched once and served from this site.
+    pub images: crate::images::Images,
 }
 
 /// Everything a request handler may need; cheap to clone.
@@ -227,6 +229,7 @@ fn plain_routes(dev_mailbox: bool) -> Router<AppState> {
         .route("/healthz", get(healthz))
         .route("/api/search", get(api_search))
         .route("/api/anime/{id}/similar", get(api_similar))
+        .route("/img/anime/{id}/cover", get(cover))
         .route("/register", post(auth::sign_up))
         .route("/register/confirm", post(auth::confirm))
         .route("/login", post(auth::log_in))
@@ -253,6 +256,37 @@ fn plain_routes(dev_mailbox: bool) -> Router<AppState> {
         return router.route("/dev/mail", get(auth::dev_mailbox));
     }
     router
+}
+
+/// `/img/anime/{id}/cover`: the poster (kept a day by browsers), or its placeholder (ten
+/// minutes: the poster may be there next time); 404 for an unknown anime.
+async fn cover(
+    State(state): State<AppState>,
+    UrlPath(id): UrlPath<i32>,
+) -> Result<axum::response::Response, ApiError> {
+    use axum::{http::header, response::IntoResponse};
+    match state.site.images.cover(state.search.reads(), id).await? {
+        crate::images::Poster::Image {
+            bytes,
+            content_type,
+        } => Ok((
+            [
+                (header::CONTENT_TYPE, content_type),
+                (header::CACHE_CONTROL, "public, max-age=86400"),
+            ],
+            bytes.to_vec(),
+        )
+            .into_response()),
+        crate::images::Poster::Placeholder(svg) => Ok((
+            [
+                (header::CONTENT_TYPE, "image/svg+xml"),
+                (header::CACHE_CONTROL, "public, max-age=600"),
+            ],
+            svg,
+        )
+            .into_response()),
+        crate::images::Poster::Unknown => Err(ApiError::NotFound(format!("no anime {id}"))),
+    }
 }
 
 /// `/metrics`: Prometheus' text format (see [`crate::metrics`]). With `ZENBU_METRICS_TOKEN`,

@@ -827,10 +827,13 @@ impl SearchEngine {
                 Option<String>,
                 Vec<String>,
                 Option<String>,
+                bool,
+                Option<String>,
             ),
         >(
             "SELECT id, title_romaji, title_english, title_native,
-                    coalesce(season_year, start_year), format, genres, description
+                    coalesce(season_year, start_year), format, genres, description,
+                    cover_url IS NOT NULL, cover_color
              FROM anime WHERE id = ANY($1)",
         )
         .bind(ids)
@@ -839,7 +842,7 @@ impl SearchEngine {
         Ok(rows
             .into_iter()
             .map(
-                |(id, romaji, english, native, year, format, genres, description)| {
+                |(id, romaji, english, native, year, format, genres, description, cover, color)| {
                     let (title, english_title) =
                         card_titles(romaji.as_deref(), english.as_deref(), native.as_deref());
                     let card = AnimeCard {
@@ -850,6 +853,8 @@ impl SearchEngine {
                         format: format.as_deref().map(format_label),
                         genres,
                         snippet: snippet(description.as_deref().unwrap_or_default()),
+                        cover: cover.then(|| crate::images::cover_path(id)),
+                        color: color.as_deref().and_then(app::search::safe_color),
                     };
                     (id, card)
                 },

@@ -19,6 +19,7 @@ mod embedded_postgres;
 mod http;
 mod limits;
 mod mail;
+mod posters;
 mod premise;
 mod quota;
 mod replica;
