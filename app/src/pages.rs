@@ -34,7 +34,7 @@ fn Card(card: AnimeCard, #[prop(default = None)] mark: Option<String>) -> impl I
     let genres: Vec<&str> = card.genres.iter().map(|g| lang.genre(g)).collect();
     view! {
         <article class="card">
-            <Poster card=card.clone() width=COVER_WIDTH height=COVER_HEIGHT />
+            <Poster card=card.clone() width=COVER_WIDTH height=COVER_HEIGHT class="poster" />
             <h3><a href=format!("/anime/{}", card.id)>{card.title.clone()}</a></h3>
             {card.english_title.clone().map(|english| view! { <p class="english">{english}</p> })}
             <p class="facts">
@@ -49,18 +49,25 @@ fn Card(card: AnimeCard, #[prop(default = None)] mark: Option<String>) -> impl I
 /// An anime's poster at a fixed size (so nothing moves when it loads), on a block of its colour
 /// that shows while it loads; where AniList has no poster, the block with the title's initials.
 #[component]
-fn Poster(card: AnimeCard, width: u32, height: u32) -> impl IntoView {
+fn Poster(
+    card: AnimeCard,
+    width: u32,
+    height: u32,
+    class: &'static str,
+    #[prop(default = true)] lazy: bool,
+) -> impl IntoView {
+    let loading = if lazy { "lazy" } else { "eager" };
     let style = format!("background-color:{}", card.block_color());
     match card.cover.clone() {
         Some(src) => view! {
-            <div class="poster" style=style.clone()>
-                <img src=src alt=card.title.clone() loading="lazy" decoding="async"
+            <div class=class style=style.clone()>
+                <img src=src alt=card.title.clone() loading=loading decoding="async"
                     width=width.to_string() height=height.to_string() />
             </div>
         }
         .into_any(),
         None => view! {
-            <div class="poster poster-missing" style=style role="img" aria-label=card.title.clone()>
+            <div class=format!("{class} poster-missing") style=style role="img" aria-label=card.title.clone()>
                 <span aria-hidden="true">{card.initials()}</span>
             </div>
         }

@@ -62,7 +62,7 @@ pub enum Command {
 }
 
 #[derive(Debug, clap::Args)]
-#[command(group(clap::ArgGroup::new("input").required(true).args(["from", "demo", "source"])))]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["from", "demo", "source", "refresh_images"])))]
 pub struct IngestArgs {
     /// An AniList Media JSONL file, plain or gzip (e.g. ../shared/catalog/media.jsonl.gz).
     #[arg(long, value_name = "FILE")]
@@ -73,6 +73,10 @@ pub struct IngestArgs {
     /// Crawl an AniList GraphQL endpoint.
     #[arg(long, value_enum)]
     pub source: Option<Source>,
+    /// Fill in the posters of the catalog already loaded, asking AniList (`--anilist-url`) for
+    /// them by id; nothing else changes.
+    #[arg(long)]
+    pub refresh_images: bool,
     /// Keep entries AniList marks as adult (skipped by default).
     #[arg(long)]
     pub include_adult: bool,
@@ -215,6 +219,20 @@ pub async fn run(cli: Cli) -> Result<()> {
 async fn ingest(config: &Config, args: IngestArgs) -> Result<()> {
     let pool = db::open(config).await?;
     db::migrate(&pool).await?;
+    if args.refresh_images {
+        let mut options = catalog::anilist::AniListOptions::new(
+            args.raw_dir
+                .clone()
+                .unwrap_or_else(|| config.embedded.data_dir.join("anilist")),
+        );
+        options.endpoint = args.anilist_url.clone();
+        options.requests_per_minute = args.requests_per_minute;
+        println!(
+            "{}",
+            catalog::anilist::refresh_images(&pool, options).await?
+        );
+        return Ok(());
+    }
     if args.source.is_some() {
         let mut options = catalog::anilist::AniListOptions::new(
             args.raw_dir

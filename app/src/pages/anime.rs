@@ -55,6 +55,8 @@ fn AnimeView(details: AnimeDetails) -> impl IntoView {
     view! {
         <Title text=format!("{title} — Zenbu") />
         <article class="anime-details">
+            // Eager: it is the page's main image (and the largest paint).
+            <super::Poster card=card.clone() width=230 height=326 class="poster poster-large" lazy=false />
             <h1>{title}</h1>
             {card.english_title.map(|english| view! { <p class="english">{english}</p> })}
             {details.native_title.map(|native| view! { <p class="native" lang="ja">{native}</p> })}

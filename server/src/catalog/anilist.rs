@@ -60,6 +60,101 @@ const QUERY: &str = r#"query ($page: Int, $perPage: Int, $seasonYear: Int, $seas
   }
 }"#;
 
+/// The posters of chosen anime (`server ingest --refresh-images`).
+const IMAGES_QUERY: &str = r#"query ($idIn: [Int], $perPage: Int) {
+  Page(page: 1, perPage: $perPage) {
+    media(id_in: $idIn, type: ANIME) { id coverImage { extraLarge large medium color } bannerImage }
+  }
+}"#;
+
+/// One anime's posters, as [`IMAGES_QUERY`] answers.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Images {
+    id: i32,
+    #[serde(default)]
+    cover_image: Option<super::media::CoverImage>,
+    #[serde(default)]
+    banner_image: Option<String>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct ImagesResponse {
+    data: Option<ImagesData>,
+    errors: Option<Vec<GraphQlError>>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct ImagesData {
+    #[serde(rename = "Page")]
+    page: ImagesPage,
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct ImagesPage {
+    #[serde(default)]
+    media: Vec<Images>,
+}
+
+/// What [`refresh_images`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ImagesReport {
+    /// Anime asked about.
+    pub asked: usize,
+    /// Anime whose posters changed.
+    pub updated: usize,
+    /// Anime AniList did not answer for (removed there, or adult).
+    pub missing: usize,
+}
+
+impl std::fmt::Display for ImagesReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "posters: {} anime asked about, {} updated, {} not found on AniList",
+            self.asked, self.updated, self.missing
+        )
+    }
+}
+
+/// Fills in (or brings up to date) the posters of every anime in the catalog, asking AniList
+/// for them by id, fifty at a time within the rate limit; nothing else of an anime changes.
+pub async fn refresh_images(
+    pool: &PgPool,
+    options: AniListOptions,
+) -> Result<ImagesReport, CrawlError> {
+    let client = AniListClient::new(options)?;
+    let ids: Vec<i32> = sqlx::query_scalar("SELECT id FROM anime ORDER BY id")
+        .fetch_all(pool)
+        .await?;
+    let mut report = ImagesReport::default();
+    for chunk in ids.chunks(MAX_PER_PAGE as usize) {
+        let found = client.fetch_images(chunk).await?;
+        report.asked += chunk.len();
+        report.missing += chunk.len() - found.iter().filter(|i| chunk.contains(&i.id)).count();
+        for images in found {
+            let cover = images
+                .cover_image
+                .map(|cover| serde_json::to_value(cover).expect("serialises"));
+            let updated = sqlx::query(
+                "UPDATE anime
+                    SET raw = raw || jsonb_strip_nulls(jsonb_build_object(
+                                  'coverImage', $2::jsonb, 'bannerImage', $3::text))
+                  WHERE id = $1
+                    AND (raw -> 'coverImage' IS DISTINCT FROM jsonb_strip_nulls($2::jsonb)
+                         OR raw ->> 'bannerImage' IS DISTINCT FROM $3::text)",
+            )
+            .bind(images.id)
+            .bind(cover)
+            .bind(images.banner_image)
+            .execute(pool)
+            .await?;
+            report.updated += updated.rows_affected() as usize;
+        }
+    }
+    Ok(report)
+}
+
 #[derive(Debug, Clone)]
 pub struct AniListOptions {
     pub endpoint: String,
@@ -382,6 +477,15 @@ impl AniListClient {
             "sort": if slice.is_undated() { vec!["START_DATE", "ID"] } else { vec!["ID"] },
         });
         let body = serde_json::json!({ "query": QUERY, "variables": variables });
+        let text = self
+            .post(&body, &format!("{} page {page}", slice.key()))
+            .await?;
+        let page = parse_page(&text)?;
+        Ok((text, page))
+    }
+
+    /// Sends one GraphQL request within the rate limit, waiting out 429s; the body of a 2xx.
+    async fn post(&self, body: &serde_json::Value, what: &str) -> Result<String, FetchError> {
         let mut waits = 0;
         loop {
             self.limiter.until_ready().await;
@@ -390,7 +494,7 @@ impl AniListClient {
                 .http
                 .post(&self.options.endpoint)
                 .header("Accept", "application/json")
-                .json(&body)
+                .json(body)
                 .send()
                 .await
                 .map_err(|e| FetchError::Transport(error_chain(&e)))?;
@@ -402,7 +506,7 @@ impl AniListClient {
                     return Err(FetchError::RateLimited(waits - 1));
                 }
                 let wait = retry_after(&headers).unwrap_or(Duration::from_secs(60));
-                tracing::info!(slice = %slice.key(), page, ?wait, "AniList says 429: waiting");
+                tracing::info!(what, ?wait, "AniList says 429: waiting");
                 self.wait_for_limit(wait, true).await;
                 continue;
             }
@@ -424,9 +528,35 @@ impl AniListClient {
                     .unwrap_or(Duration::from_secs(60));
                 self.wait_for_limit(wait, false).await;
             }
-            let page = parse_page(&text)?;
-            return Ok((text, page));
+            return Ok(text);
         }
+    }
+
+    /// The posters of `ids` (at most [`MAX_PER_PAGE`]), retrying transient failures.
+    async fn fetch_images(&self, ids: &[i32]) -> Result<Vec<Images>, FetchError> {
+        let body = serde_json::json!({
+            "query": IMAGES_QUERY,
+            "variables": { "idIn": ids, "perPage": MAX_PER_PAGE },
+        });
+        let backoff = ExponentialBuilder::default()
+            .with_min_delay(self.options.retry_min_delay)
+            .with_max_delay(Duration::from_secs(60))
+            .with_max_times(self.options.max_retries)
+            .with_jitter();
+        let text = (|| self.post(&body, "images"))
+            .retry(backoff)
+            .when(FetchError::is_transient)
+            .await?;
+        let response: ImagesResponse =
+            serde_json::from_str(&text).map_err(|e| FetchError::Malformed(e.to_string()))?;
+        if let Some(errors) = response.errors.filter(|errors| !errors.is_empty()) {
+            let messages: Vec<String> = errors.into_iter().map(|e| e.message).collect();
+            return Err(FetchError::Rejected(messages.join("; ")));
+        }
+        Ok(response
+            .data
+            .map(|data| data.page.media)
+            .unwrap_or_default())
     }
 
     async fn wait_for_limit(&self, wait: Duration, was_429: bool) {

@@ -439,3 +439,50 @@ async fn an_unsplittable_slice_at_the_cap_is_reported_on_every_run(pool: PgPool)
         "{again}"
     );
 }
+
+/// `server ingest --refresh-images`: a catalog crawled before the crawler asked for posters
+/// gets them, asked for by id fifty at a time; nothing else of an anime changes, and a second
+/// run changes nothing.
+#[sqlx::test(migrations = "../migrations")]
+async fn refreshing_images_fills_in_posters_and_nothing_else(pool: PgPool) {
+    let catalog = fall_2005(120, &["TV", "MOVIE"]);
+    let plain = start_fake(fake_config(catalog.clone())).await;
+    let dir = tempfile::tempdir().unwrap();
+    crawl(&pool, options(&plain, dir.path().to_path_buf(), 2005, 2005)).await;
+    let before: Vec<(i32, String)> =
+        sqlx::query_as("SELECT id, source_hash FROM anime ORDER BY id")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    let without: i64 = sqlx::query_scalar("SELECT count(*) FROM anime WHERE cover_url IS NOT NULL")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(without, 0);
+
+    let mut config = fake_config(catalog);
+    config.posters = true;
+    let posters = start_fake(config).await;
+    let asked = || options(&posters, dir.path().to_path_buf(), 2005, 2005);
+    let report = anilist::refresh_images(&pool, asked()).await.unwrap();
+    assert_eq!(
+        (report.asked, report.updated, report.missing),
+        (120, 120, 0)
+    );
+    assert_eq!(posters.requests().len(), 3, "fifty at a time");
+    let (url, color, banner): (String, String, String) =
+        sqlx::query_as("SELECT cover_url, cover_color, banner_url FROM anime WHERE id = 7")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(url, posters.poster_url("large", 7));
+    assert!(color.starts_with('#') && color.len() == 7, "{color}");
+    assert!(banner.ends_with("/img/banner/7.png"), "{banner}");
+    let after: Vec<(i32, String)> = sqlx::query_as("SELECT id, source_hash FROM anime ORDER BY id")
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    assert_eq!(before, after);
+    let again = anilist::refresh_images(&pool, asked()).await.unwrap();
+    assert_eq!(again.updated, 0);
+}
