@@ -12,6 +12,10 @@ const stripeSecret = 'whsec_e2e_secret';
 // from its HTTP side (helpers.ts, `deliveredMail`).
 const smtpPort = String(Number(port) + 2);
 export const smtpHttpPort = String(Number(port) + 3);
+// The fake AniList (`fakes anilist --posters`) as the image host: the demo catalog's posters are
+// filled in from it before the server starts (`server ingest --refresh-images`), except for ids
+// divisible by 3 (no poster on AniList); those divisible by 5 answer 500 (a broken upstream).
+const anilistPort = String(Number(port) + 4);
 const server = process.env.ZENBU_SERVER_BIN;
 const fakes = process.env.ZENBU_FAKES_BIN;
 if (!server || !fakes) {
@@ -23,7 +27,8 @@ export default defineConfig({
   outputDir: './test-results',
   timeout: 30_000,
   workers: 1,
-  reporter: [['list']],
+  // The HTML report keeps what tests attach (the accessibility check's screenshots).
+  reporter: [['list'], ['html', { open: 'never', outputFolder: 'playwright-report' }]],
   use: {
     baseURL: `http://127.0.0.1:${port}`,
     // English unless a test asks for Spanish (the UI follows Accept-Language).
@@ -65,7 +70,16 @@ export default defineConfig({
     stderr: 'pipe',
   },
   {
-    command: `"${server}" serve`,
+    command: `"${fakes}" anilist --from server/data/demo_catalog.jsonl --listen 127.0.0.1:${anilistPort} --requests-per-minute 100000 --posters --posters-missing-every 3 --posters-broken-every 5`,
+    cwd: '..',
+    url: `http://127.0.0.1:${anilistPort}/img/large/1.png`,
+    timeout: 60_000,
+    reuseExistingServer: false,
+    stdout: 'pipe',
+    stderr: 'pipe',
+  },
+  {
+    command: `"${server}" ingest --demo && "${server}" ingest --refresh-images --anilist-url http://127.0.0.1:${anilistPort}/ --requests-per-minute 100000 && exec "${server}" serve`,
     cwd: '..',
     url: `http://127.0.0.1:${port}/healthz`,
     timeout: 300_000,
@@ -90,6 +104,7 @@ export default defineConfig({
       STRIPE_PRICE_ID: 'price_test_premium',
       STRIPE_WEBHOOK_SECRET: stripeSecret,
       STRIPE_API_BASE: `http://127.0.0.1:${stripePort}`,
+      ZENBU_IMAGE_HOSTS: `127.0.0.1:${anilistPort}`,
     },
   },
   ],

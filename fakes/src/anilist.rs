@@ -43,6 +43,10 @@ pub struct FakeAniListConfig {
     pub rate_limit_headers: bool,
     /// Give items without one a `coverImage` and `bannerImage` served by this fake.
     pub posters: bool,
+    /// With `posters`: items whose id this divides get none (as on AniList, rarely).
+    pub posters_missing_every: Option<i64>,
+    /// With `posters`: the images of ids this divides answer 500 (a broken upstream).
+    pub posters_broken_every: Option<i64>,
 }
 
 impl FakeAniListConfig {
@@ -60,6 +64,8 @@ impl FakeAniListConfig {
             window: Duration::from_secs(60),
             rate_limit_headers: true,
             posters: false,
+            posters_missing_every: None,
+            posters_broken_every: None,
         }
     }
 }
@@ -229,15 +235,19 @@ async fn image(
     State(state): State<Arc<FakeState>>,
     axum::extract::Path((size, file)): axum::extract::Path<(String, String)>,
 ) -> Response {
-    if state.images_fail.load(Ordering::SeqCst) {
-        return (StatusCode::INTERNAL_SERVER_ERROR, "image host down").into_response();
-    }
     let Some(id) = file
         .strip_suffix(".png")
         .and_then(|id| id.parse::<i64>().ok())
     else {
         return (StatusCode::NOT_FOUND, "no such image").into_response();
     };
+    let broken = state
+        .config
+        .posters_broken_every
+        .is_some_and(|every| every > 0 && id % every == 0);
+    if broken || state.images_fail.load(Ordering::SeqCst) {
+        return (StatusCode::INTERNAL_SERVER_ERROR, "image host down").into_response();
+    }
     let (width, height) = match size.as_str() {
         "extraLarge" => (46, 65),
         "medium" => (10, 14),
@@ -409,6 +419,13 @@ impl FakeState {
         let Some(id) = item.get("id").and_then(Value::as_i64) else {
             return item;
         };
+        if self
+            .config
+            .posters_missing_every
+            .is_some_and(|every| every > 0 && id % every == 0)
+        {
+            return item;
+        }
         if let Some(object) = item.as_object_mut()
             && object.get("coverImage").is_none_or(Value::is_null)
         {

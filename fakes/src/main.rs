@@ -70,6 +70,12 @@ struct AniListArgs {
     /// Give items without a poster one served by this fake (small generated PNGs).
     #[arg(long)]
     posters: bool,
+    /// With --posters: anime whose id this divides get no poster.
+    #[arg(long, requires = "posters")]
+    posters_missing_every: Option<i64>,
+    /// With --posters: the posters of ids this divides answer 500.
+    #[arg(long, requires = "posters")]
+    posters_broken_every: Option<i64>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -114,6 +120,8 @@ async fn serve(fake: Fake) -> Result<()> {
             config.result_cap = args.result_cap;
             config.rate_limit_headers = !args.no_rate_limit_headers;
             config.posters = args.posters;
+            config.posters_missing_every = args.posters_missing_every;
+            config.posters_broken_every = args.posters_broken_every;
             let fake = FakeAniList::start(config, args.listen).await?;
             println!("fake AniList on {} (Ctrl-C to stop)", fake.url());
             shutdown_signal().await;
