@@ -440,6 +440,12 @@ pub struct Texts {
     pub genres: &'static str,
     pub themes: &'static str,
     pub also_known_as: &'static str,
+    /// Under a synopsis Apertium translated.
+    pub machine_translated: &'static str,
+    /// Opens the synopsis as AniList has it.
+    pub show_original: &'static str,
+    /// The names past the first three of "also known as".
+    pub more_names: &'static str,
     pub not_found_title: &'static str,
     pub not_found_text: &'static str,
     pub error_title: &'static str,
@@ -582,6 +588,9 @@ pub static EN: Texts = Texts {
     genres: "Genres:",
     themes: "Themes:",
     also_known_as: "Also known as:",
+    machine_translated: "Machine-translated from English.",
+    show_original: "Show the original (English)",
+    more_names: "more",
     not_found_title: "Page not found",
     not_found_text: "There is nothing at this address. ",
     error_title: "Something went wrong",
@@ -721,6 +730,9 @@ pub static ES: Texts = Texts {
     genres: "Géneros:",
     themes: "Temas:",
     also_known_as: "También conocido como:",
+    machine_translated: "Traducción automática del inglés.",
+    show_original: "Ver el original (en inglés)",
+    more_names: "más",
     not_found_title: "Página no encontrada",
     not_found_text: "No hay nada en esta dirección. ",
     error_title: "Algo salió mal",

@@ -273,6 +273,9 @@ pub struct AnimeDetails {
     pub native_title: Option<String>,
     pub synonyms: Vec<String>,
     pub description: String,
+    /// The synopsis in Spanish (Apertium's, made at ingest), for the Spanish interface.
+    #[serde(default)]
+    pub description_es: Option<String>,
     pub themes: Vec<String>,
     pub season: Option<String>,
     pub average_score: Option<i32>,

@@ -158,6 +158,11 @@ async fn prepare_catalog(config: &Config, pool: &PgPool) -> Result<()> {
     // Documents whose Spanish word index is missing or was built without the translator there
     // now (a database older than the index, or Apertium installed since): indexed here, once.
     let spanish = catalog::spanish::index(pool, translator.as_ref()).await?;
+    // Synopses without their Spanish translation (a database older than it): made here, once.
+    let synopses = catalog::spanish::synopses(pool, translator.as_ref()).await?;
+    if synopses.translated > 0 {
+        tracing::info!(%synopses, "translated the synopses that lacked a Spanish version");
+    }
     if spanish.translated + spanish.untranslated > 0 {
         tracing::info!(
             translated = spanish.translated,

@@ -65,21 +65,54 @@ fn AnimeView(details: AnimeDetails) -> impl IntoView {
                 .then(|| view! { <p class="genres">{t.genres} " " {genres.join(", ")}</p> })}
             {(!details.themes.is_empty())
                 .then(|| view! { <p class="themes">{t.themes} " " {details.themes.join(", ")}</p> })}
-            {(!details.synonyms.is_empty())
-                .then(|| view! { <p class="synonyms">{t.also_known_as} " " {details.synonyms.join(" · ")}</p> })}
-            // The synopsis is AniList's, in English.
-            <div class="description" lang="en">
-                {details
-                    .description
-                    .lines()
-                    .map(|line| view! { <p>{line.to_string()}</p> })
-                    .collect_view()}
-            </div>
+            {(!details.synonyms.is_empty()).then(|| {
+                // Three names, the rest behind "more" (some anime have dozens).
+                let (first, rest) = details.synonyms.split_at(details.synonyms.len().min(SHOWN_NAMES));
+                view! {
+                    <div class="synonyms">
+                        {t.also_known_as} " " {first.join(" · ")}
+                        {(!rest.is_empty()).then(|| view! {
+                            <details class="more-names">
+                                <summary>{format!("{} ({})", t.more_names, rest.len())}</summary>
+                                {rest.join(" · ")}
+                            </details>
+                        })}
+                    </div>
+                }
+            })}
+            // The synopsis is AniList's, in English; the Spanish interface shows Apertium's
+            // translation of it, said to be one, with the original a click away (a <details>:
+            // no JavaScript needed).
+            {match details.description_es.filter(|_| lang == Lang::Es) {
+                Some(spanish) => view! {
+                    <div class="description" lang="es">{paragraphs(&spanish)}</div>
+                    <p class="machine-translated">{t.machine_translated}</p>
+                    <details class="original-synopsis">
+                        <summary>{t.show_original}</summary>
+                        <div class="description" lang="en">{paragraphs(&details.description)}</div>
+                    </details>
+                }
+                .into_any(),
+                None => view! {
+                    <div class="description" lang="en">{paragraphs(&details.description)}</div>
+                }
+                .into_any(),
+            }}
         </article>
         {(details.franchise.len() > 1)
             .then(|| view! { <FranchiseList entries=details.franchise current /> })}
         <SimilarList cards=details.similar />
     }
+}
+
+/// Alternative names shown before "more".
+const SHOWN_NAMES: usize = 3;
+
+/// A text's lines as paragraphs.
+fn paragraphs(text: &str) -> impl IntoView + use<> {
+    text.lines()
+        .map(|line| view! { <p>{line.to_string()}</p> })
+        .collect_view()
 }
 
 /// "TV · Spring 2004 · 82%": format, season and year, average score, whichever are known.

@@ -43,6 +43,10 @@ pub async fn ingest(
     let load = store::upsert_media(pool, media, include_adult).await?;
     let documents = store::rebuild_documents(pool, model, premiser).await?;
     let spanish = spanish::index(pool, translator).await?;
+    let synopses = spanish::synopses(pool, translator).await?;
+    if synopses.translated > 0 || synopses.translator_error.is_some() {
+        tracing::info!(%synopses, "synopses translated for the Spanish interface");
+    }
     Ok(IngestReport {
         load,
         documents,

@@ -283,3 +283,92 @@ pub async fn index(
     }
     Ok(report)
 }
+
+/// What [`synopses`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SynopsesReport {
+    /// Synopses translated now.
+    pub translated: usize,
+    /// Why the translator could not be used, when it failed.
+    pub translator_error: Option<String>,
+}
+
+impl std::fmt::Display for SynopsesReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "spanish synopses: {} translated", self.translated)?;
+        if let Some(error) = &self.translator_error {
+            write!(f, " (Apertium failed: {error})")?;
+        }
+        Ok(())
+    }
+}
+
+/// Synopses translated per Apertium run (bounds what one run holds in memory).
+const SYNOPSES_PER_RUN: usize = 500;
+
+/// Translates into Spanish every synopsis that has no translation of its current text yet
+/// (`synopses_es`), paragraph by paragraph, for the anime page of the Spanish interface. Without
+/// a translator nothing changes (translations made before are kept); if Apertium fails, the
+/// page shows the English synopsis as before.
+pub async fn synopses(
+    pool: &PgPool,
+    translator: Option<&DocumentTranslator>,
+) -> Result<SynopsesReport, sqlx::Error> {
+    let mut report = SynopsesReport::default();
+    let Some(translator) = translator else {
+        return Ok(report);
+    };
+    let source = format!("|{}", translator.name());
+    let stale: Vec<(i32, String)> = sqlx::query_as(
+        "SELECT a.id, a.description FROM anime a
+           LEFT JOIN synopses_es s ON s.anime_id = a.id
+          WHERE coalesce(a.description, '') <> ''
+            AND s.source_hash IS DISTINCT FROM md5(a.description || $1)
+          ORDER BY a.id",
+    )
+    .bind(&source)
+    .fetch_all(pool)
+    .await?;
+    for chunk in stale.chunks(SYNOPSES_PER_RUN) {
+        // One line per paragraph: Apertium keeps a line a line, and the page keeps paragraphs.
+        let paragraphs: Vec<Vec<String>> = chunk
+            .iter()
+            .map(|(_, text)| {
+                text.lines()
+                    .map(str::trim)
+                    .filter(|line| !line.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .collect();
+        let flat: Vec<String> = paragraphs.iter().flatten().cloned().collect();
+        let spanish = match translator.translate(&flat).await {
+            Ok(spanish) => spanish,
+            Err(error) => {
+                tracing::warn!(%error, "Apertium failed: synopses stay in English");
+                report.translator_error = Some(error.to_string());
+                return Ok(report);
+            }
+        };
+        let mut lines = spanish.into_iter();
+        let texts: Vec<String> = paragraphs
+            .iter()
+            .map(|p| lines.by_ref().take(p.len()).collect::<Vec<_>>().join("\n"))
+            .collect();
+        let ids: Vec<i32> = chunk.iter().map(|(id, _)| *id).collect();
+        sqlx::query(
+            "INSERT INTO synopses_es (anime_id, description, source_hash)
+             SELECT u.id, u.text, md5(a.description || $3)
+               FROM unnest($1::int[], $2::text[]) AS u(id, text) JOIN anime a ON a.id = u.id
+             ON CONFLICT (anime_id) DO UPDATE SET
+                 description = excluded.description, source_hash = excluded.source_hash",
+        )
+        .bind(&ids)
+        .bind(&texts)
+        .bind(&source)
+        .execute(pool)
+        .await?;
+        report.translated += chunk.len();
+    }
+    Ok(report)
+}

@@ -789,6 +789,11 @@ impl SearchEngine {
             .filter_map(|id| franchise_cards.remove(id))
             .collect();
         let similar = self.similar(id, true, SIMILAR_COUNT).await?;
+        let description_es: Option<String> =
+            sqlx::query_scalar("SELECT description FROM synopses_es WHERE anime_id = $1")
+                .bind(id)
+                .fetch_optional(&self.reads)
+                .await?;
         let card = self
             .cards(&[id])
             .await?
@@ -803,6 +808,7 @@ impl SearchEngine {
                 .as_deref()
                 .map(clean_description)
                 .unwrap_or_default(),
+            description_es,
             themes: theme_tags(&media.tags)
                 .into_iter()
                 .map(str::to_string)

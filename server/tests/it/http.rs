@@ -823,3 +823,70 @@ async fn metrics_ask_for_the_token_when_one_is_set(pool: PgPool) {
             .contains("zenbu_search_stage_seconds")
     );
 }
+
+/// The Spanish interface shows Apertium's translation of the synopsis (made at ingest), said to
+/// be one, with AniList's original behind a <details>; the English interface shows the original
+/// only. "Also known as" shows three names and the rest behind "more".
+#[sqlx::test(migrations = "../migrations")]
+async fn the_spanish_interface_shows_the_synopsis_in_spanish_with_the_original_a_click_away(
+    pool: PgPool,
+) {
+    let app = common::spawn_app(pool.clone()).await;
+    let page = |lang: &'static str, id: i32| {
+        let url = app.url(&format!("/anime/{id}"));
+        async move {
+            reqwest::Client::new()
+                .get(url)
+                .header("accept-language", lang)
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        }
+    };
+    let spanish = page("es", 457).await;
+    let translated = spanish
+        .split(r#"<div lang="es" class="description">"#)
+        .nth(1)
+        .expect("a Spanish synopsis");
+    let translated = translated.split("</div>").next().unwrap();
+    assert!(
+        translated.contains(" que ") || translated.contains(" de "),
+        "{translated}"
+    );
+    assert!(spanish.contains("Traducción automática del inglés."));
+    let original = spanish
+        .split(r#"<details class="original-synopsis">"#)
+        .nth(1)
+        .expect("the original behind a details");
+    assert!(
+        original.contains(r#"lang="en""#) && original.contains("Ginko"),
+        "{original}"
+    );
+
+    let english = page("en", 457).await;
+    assert!(
+        !english.contains("machine-translated")
+            && !english.contains(r#"<div lang="es" class="description">"#)
+    );
+    assert!(english.contains(r#"<div lang="en" class="description">"#));
+
+    // Astro Boy (1963) has ten other names: three shown, seven behind "more".
+    let names = page("en", 2747).await;
+    let synonyms = names
+        .split(r#"<div class="synonyms">"#)
+        .nth(1)
+        .unwrap()
+        .split("</div>")
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(
+        synonyms.contains("<summary>more (7)</summary>"),
+        "{synonyms}"
+    );
+    let (shown, _) = synonyms.split_once("<details").unwrap();
+    assert_eq!(shown.matches(" · ").count(), 2, "{shown}");
+}

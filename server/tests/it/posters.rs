@@ -62,7 +62,7 @@ async fn posters_are_served_from_this_site_and_never_break_a_page(pool: PgPool) 
         r#"width="92""#,
         r#"height="130""#,
         r#"alt="Mushishi""#,
-        "background-color:#e4a15d",
+        r##"fill="#e4a15d""##,
     ] {
         assert!(card.contains(attribute), "{attribute}: {card}");
     }
