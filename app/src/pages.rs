@@ -90,6 +90,24 @@ fn Poster(
     }
 }
 
+/// The Open Graph tags of a page, so a shared link shows its title and, when there is one, a
+/// poster.
+#[component]
+fn OpenGraph(
+    title: String,
+    description: String,
+    image: Option<String>,
+) -> impl IntoView {
+    use leptos_meta::Meta;
+    view! {
+        <Meta property="og:site_name" content="Zenbu" />
+        <Meta property="og:type" content="website" />
+        <Meta property="og:title" content=title />
+        <Meta property="og:description" content=description />
+        {image.map(|path| view! { <Meta property="og:image" content=crate::security::absolute(&path) /> })}
+    }
+}
+
 /// `text` with the first occurrence of `mark` in a `<mark>` (all of it plain when `mark` is
 /// absent, empty or not in it).
 fn marked(text: &str, mark: Option<&str>) -> impl IntoView + use<> {

@@ -11,6 +11,20 @@ use leptos::prelude::*;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FormTargets(pub Vec<String>);
 
+/// The site's public origin (`https://zenbu.example`), for the absolute URLs Open Graph needs
+/// (a shared link's preview image). Provided by the server; absent in the browser, where the
+/// tags are not read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SiteOrigin(pub String);
+
+/// `path` made absolute against the site's origin when the server provided it.
+pub fn absolute(path: &str) -> String {
+    match leptos::prelude::use_context::<SiteOrigin>() {
+        Some(SiteOrigin(origin)) => format!("{}{path}", origin.trim_end_matches('/')),
+        None => path.to_string(),
+    }
+}
+
 /// The policy for a page whose inline scripts carry `nonce`.
 pub fn policy(nonce: &str, form_targets: &FormTargets) -> String {
     let forms = std::iter::once("'self'".to_string())

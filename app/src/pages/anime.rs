@@ -54,6 +54,7 @@ fn AnimeView(details: AnimeDetails) -> impl IntoView {
     let current = card.id;
     view! {
         <Title text=format!("{title} — Zenbu") />
+        <super::OpenGraph title=title.clone() description=card.snippet.clone() image=card.cover.clone() />
         <article class="anime-details">
             // Eager: it is the page's main image (and the largest paint).
             <super::Poster card=card.clone() width=230 height=326 class="poster poster-large" lazy=false />

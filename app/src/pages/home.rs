@@ -361,7 +361,18 @@ fn Results(results: SearchResults) -> impl IntoView {
     let lang = use_lang();
     let t = lang.texts();
     let count = results.hits.len();
+    // The tab and a shared link name the search; the preview shows the first poster found.
+    let title = format!("{} — Zenbu", lang.results_for(&results.query));
+    let poster = results.hits.iter().find_map(|hit| hit.anime.cover.clone());
+    let found: Vec<String> = results
+        .hits
+        .iter()
+        .take(3)
+        .map(|hit| hit.anime.title.clone())
+        .collect();
     view! {
+        <leptos_meta::Title text=title.clone() />
+        <super::OpenGraph title description=found.join(" · ") image=poster />
         <section class="results" aria-labelledby="results-heading">
             <h2 id="results-heading">
                 {if count == 0 { t.no_results.to_string() } else { lang.results_for(&results.query) }}

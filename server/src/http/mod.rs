@@ -122,6 +122,7 @@ pub fn router(state: AppState) -> Router {
     let csrf = csrf_layer(&state.site.public_url);
     let sessions = session_layer(&state);
     let form_targets = app::security::FormTargets(state.site.form_targets.clone());
+    let origin = app::security::SiteOrigin(state.site.public_url.clone());
     plain_routes(state.site.dev_mailbox)
         .leptos_routes_with_context(
             &state,
@@ -129,6 +130,7 @@ pub fn router(state: AppState) -> Router {
             move || {
                 provide_context(pages_backend.clone());
                 provide_context(form_targets.clone());
+                provide_context(origin.clone());
             },
             move || shell(options.clone()),
         )

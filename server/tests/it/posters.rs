@@ -81,6 +81,23 @@ async fn posters_are_served_from_this_site_and_never_break_a_page(pool: PgPool) 
         "{other}"
     );
 
+    // The tab and a shared link name the search; the preview is the first poster, absolute.
+    assert!(
+        html.contains("<title>Results for “mushishi” — Zenbu</title>"),
+        "{html}"
+    );
+    let og_image = format!(
+        r#"<meta property="og:image" content="{}">"#,
+        app.url(&format!("/img/anime/{MUSHISHI}/cover"))
+    );
+    assert!(html.contains(&og_image), "{og_image}");
+    let page = browser.page(&format!("/anime/{MUSHISHI}")).await;
+    assert!(
+        page.contains(r#"<meta property="og:title" content="Mushishi">"#),
+        "{page}"
+    );
+    assert!(page.contains(&og_image));
+
     // The poster itself, fetched once, then from the disk cache.
     let poster = browser.get(&format!("/img/anime/{MUSHISHI}/cover")).await;
     assert_eq!(poster.status(), 200);
