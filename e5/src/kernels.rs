@@ -272,6 +272,8 @@ unsafe fn plain_tile<const R: usize>(
         // SAFETY: `panel` has `k` rows of 32, `a` `R` rows of `k`.
         let b = unsafe { &*panel.add(p * PANEL).cast::<[f32; PANEL]>() };
         for (r, acc) in acc.iter_mut().enumerate() {
+            // SAFETY: row `r` < `R` of `a` holds `k` > `p` values at stride `lda` (the caller's
+            // contract, as for `panel` above).
             let x = unsafe { *a.add(r * lda + p) };
             for j in 0..PANEL {
                 acc[j] += x * b[j];
