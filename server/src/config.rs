@@ -228,6 +228,16 @@ pub struct Config {
     )]
     pub request_timeout_ms: u64,
 
+    /// Milliseconds PostgreSQL lets one statement of a request run before cancelling it (503).
+    #[arg(
+        long,
+        env = "ZENBU_STATEMENT_TIMEOUT_MS",
+        default_value_t = 30_000,
+        value_parser = clap::value_parser!(u64).range(100..),
+        global = true
+    )]
+    pub statement_timeout_ms: u64,
+
     /// Requests in progress at once; more are turned away at once (503, Retry-After).
     #[arg(
         long,

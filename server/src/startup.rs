@@ -48,13 +48,19 @@ impl Application {
         if report.missing > 0 {
             tracing::info!(%report, "document vectors brought up to date");
         }
+        // From here on the pool serves requests: statements past the timeout are cancelled.
+        let statement_timeout = Duration::from_millis(config.statement_timeout_ms);
+        let startup = pool;
+        let pool = db::with_statement_timeout(&startup, statement_timeout).await?;
+        startup.close().await;
         let mut engine = SearchEngine::new(pool.clone(), embedder)
             .with_reranker(rerank::from_config(config))
             .with_translator(config.translator())
             .with_thesaurus(config.thesaurus())
             .with_budgets(Budgets::from_config(config));
         if let Some(replica) = db::open_replica(config.replica_url.as_deref()).await? {
-            engine = engine.with_read_replica(replica);
+            engine = engine
+                .with_read_replica(db::with_statement_timeout(&replica, statement_timeout).await?);
         }
         Self::build_with(config, pool, engine).await
     }

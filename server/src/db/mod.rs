@@ -96,9 +96,21 @@ pub fn is_unavailable(error: &sqlx::Error) -> bool {
             | sqlx::Error::Io(_)
             | sqlx::Error::Tls(_)
     ) || matches!(error, sqlx::Error::Database(db) if db.code().is_some_and(|code| {
-        // admin_shutdown, crash_shutdown, cannot_connect_now: a restarting server.
-        ["57P01", "57P02", "57P03"].contains(&code.as_ref())
+        // admin_shutdown, crash_shutdown, cannot_connect_now: a restarting server;
+        // query_canceled: a statement past the serving pool's statement_timeout (a stall).
+        ["57P01", "57P02", "57P03", "57014"].contains(&code.as_ref())
     }))
+}
+
+/// A pool like `pool` (same server, same settings) whose statements PostgreSQL cancels past
+/// `timeout`: the pool that serves requests, so that no statement outlives the request it was
+/// made for (a stalled one was left running after its request had given up). Start-up work
+/// (migrations, loading a catalog, embedding) runs on the pool without it.
+pub async fn with_statement_timeout(pool: &PgPool, timeout: Duration) -> Result<PgPool, DbError> {
+    let options = (*pool.connect_options())
+        .clone()
+        .options([("statement_timeout", timeout.as_millis().to_string())]);
+    Ok(pool_options().connect_lazy_with(options))
 }
 
 /// The pool of the database `config` names (starting the embedded one when needed).

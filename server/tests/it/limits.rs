@@ -191,3 +191,43 @@ async fn a_time_limit_shorter_than_the_search_deadline_is_refused(pool: PgPool) 
         "{error}"
     );
 }
+
+/// The serving pool cancels a statement past its timeout (`ZENBU_STATEMENT_TIMEOUT_MS`): a
+/// request stuck on a locked table is answered 503 at once, and nothing keeps running on the
+/// server for a request that gave up.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_statement_past_the_serving_pools_timeout_is_cancelled(pool: PgPool) {
+    common::demo_engine(&pool).await;
+    let serving = server::db::with_statement_timeout(&pool, Duration::from_millis(300))
+        .await
+        .unwrap();
+    let engine = common::demo_engine(&serving).await;
+    let app = common::spawn_app_on(serving.clone(), engine, |_| {}).await;
+    let browser = Browser::new(&app);
+    let path = format!("/api/anime/{MUSHISHI}/similar");
+    assert_eq!(browser.get(&path).await.status(), 200);
+    let mut stall = pool.begin().await.unwrap();
+    sqlx::query("LOCK TABLE anime IN ACCESS EXCLUSIVE MODE")
+        .execute(&mut *stall)
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let stuck = browser.get(&path).await;
+    assert_eq!(stuck.status(), 503);
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    // PostgreSQL holds no statement of that request any more: only the lock's holder is left.
+    let waiting: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM pg_stat_activity
+          WHERE datname = current_database() AND wait_event_type = 'Lock'",
+    )
+    .fetch_one(&mut *stall)
+    .await
+    .unwrap();
+    assert_eq!(waiting, 0);
+    stall.rollback().await.unwrap();
+    assert_eq!(browser.get(&path).await.status(), 200);
+}
