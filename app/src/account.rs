@@ -19,7 +19,7 @@ pub struct Viewer {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UserSummary {
     pub email: String,
-    pub premium: bool,
+    pub plan: crate::plans::Plan,
     /// Stripe customers, each with its billing portal (one, or none, for nearly everyone).
     pub billing_accounts: usize,
     /// The day of a failed payment not yet followed by a successful one.

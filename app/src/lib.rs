@@ -8,6 +8,7 @@ pub mod account;
 pub mod api;
 pub mod i18n;
 pub mod pages;
+pub mod plans;
 pub mod search;
 pub mod security;
 

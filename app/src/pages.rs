@@ -93,11 +93,7 @@ fn Poster(
 /// The Open Graph tags of a page, so a shared link shows its title and, when there is one, a
 /// poster.
 #[component]
-fn OpenGraph(
-    title: String,
-    description: String,
-    image: Option<String>,
-) -> impl IntoView {
+fn OpenGraph(title: String, description: String, image: Option<String>) -> impl IntoView {
     use leptos_meta::Meta;
     view! {
         <Meta property="og:site_name" content="Zenbu" />

@@ -45,38 +45,8 @@ pub const MAX_DEADLINE: Duration = Duration::from_secs(30);
 /// lapse (a refund) or the results are not served (a confirmation).
 pub const BOOKKEEPING_TIMEOUT: Duration = Duration::from_secs(5);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub enum Plan {
-    Anonymous,
-    Free,
-    Premium,
-}
-
-impl Plan {
-    pub fn limit(self) -> i64 {
-        match self {
-            Plan::Anonymous => 10,
-            Plan::Free => 30,
-            Plan::Premium => 200,
-        }
-    }
-
-    /// The calendar period the allowance covers (a `date_trunc` field).
-    pub fn period(self) -> &'static str {
-        match self {
-            Plan::Anonymous => "year",
-            Plan::Free | Plan::Premium => "month",
-        }
-    }
-
-    /// A user's plan as stored in `users.plan`.
-    pub fn from_stored(plan: &str) -> Self {
-        match plan {
-            "premium" => Plan::Premium,
-            _ => Plan::Free,
-        }
-    }
-}
+/// The plans are defined once, in `app::plans`.
+pub use app::plans::Plan;
 
 /// Where a subject stands in the current period.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

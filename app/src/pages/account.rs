@@ -380,13 +380,14 @@ pub fn AccountPage() -> impl IntoView {
                 let usage = lang.usage(quota.used, quota.limit, &quota.period, &quota.resets_on);
                 match viewer.user.clone() {
                     Some(user) => {
-                        let plan = if user.premium { t.plan_premium } else { t.plan_free };
+                        let premium = user.plan == crate::plans::Plan::Premium;
+                        let plan = if premium { t.plan_premium } else { t.plan_free };
                         // The portal whenever there is a Stripe customer (a failed payment is
                         // fixed there); "Go Premium" while not Premium.
                         let manage = view! {
                             <ManageBillingAll csrf=viewer.csrf.clone() accounts=user.billing_accounts />
                         };
-                        let upgrade = (!user.premium).then(|| go_premium(&viewer));
+                        let upgrade = (!premium).then(|| go_premium(&viewer));
                         let billing = view! { {upgrade} {manage} };
                         view! {
                             {user.payment_failed_on.map(|day| view! {

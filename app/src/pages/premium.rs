@@ -26,7 +26,7 @@ pub fn go_premium(viewer: &Viewer) -> AnyView {
             </p>
         }
         .into_any(),
-        Some(user) if user.premium => view! {
+        Some(user) if user.plan == crate::plans::Plan::Premium => view! {
             <p class="notice" role="status">{t.you_are_premium}</p>
             <ManageBillingAll csrf=viewer.csrf.clone() accounts=user.billing_accounts />
         }

@@ -79,9 +79,11 @@ pub struct User {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StoredPlan(pub Plan);
 
-impl From<String> for StoredPlan {
-    fn from(plan: String) -> Self {
-        StoredPlan(Plan::from_stored(&plan))
+impl TryFrom<String> for StoredPlan {
+    type Error = app::plans::UnknownPlan;
+
+    fn try_from(plan: String) -> Result<Self, Self::Error> {
+        Plan::from_stored(&plan).map(StoredPlan)
     }
 }
 

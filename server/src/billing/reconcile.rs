@@ -28,10 +28,11 @@ impl Billing {
             "SELECT customer_id FROM stripe_subscriptions WHERE status <> ALL($1)
              UNION
              SELECT stripe_customer_id FROM users
-              WHERE plan = 'premium' AND stripe_customer_id IS NOT NULL
+              WHERE plan = $2 AND stripe_customer_id IS NOT NULL
              ORDER BY 1",
         )
         .bind(&ENDED_STATUSES[..])
+        .bind(crate::quota::Plan::Premium.stored())
         .fetch_all(pool)
         .await?;
         let mut pass = Reconciled::default();

@@ -471,12 +471,14 @@ pub(super) async fn refresh_plans(
                  SELECT 1 FROM stripe_subscriptions s
                   WHERE (s.user_id = u.id OR s.customer_id = u.stripe_customer_id)
                     AND s.status = ANY($2) AND s.premium_price)
-             THEN 'premium' ELSE 'free' END
+             THEN $3 ELSE $4 END
           WHERE u.stripe_customer_id = $1
              OR u.id IN (SELECT user_id FROM stripe_subscriptions WHERE customer_id = $1)",
     )
     .bind(customer)
     .bind(&PREMIUM_STATUSES[..])
+    .bind(crate::quota::Plan::Premium.stored())
+    .bind(crate::quota::Plan::Free.stored())
     .execute(&mut **tx)
     .await?;
     Ok(())

@@ -10,7 +10,7 @@ use app::{
 use super::SiteConfig;
 use crate::{
     accounts::{self, AccountError, csrf, visitor::Visitor},
-    quota::{self, Metered, Plan},
+    quota::{self, Metered},
     search::{SearchEngine, SearchError},
 };
 
@@ -118,7 +118,7 @@ impl Backend for PagesBackend {
                     None => Vec::new(),
                 };
                 Some(UserSummary {
-                    premium: user.plan() == Plan::Premium,
+                    plan: user.plan(),
                     email: user.email,
                     billing_accounts: usize::try_from(billing.customers).unwrap_or(0),
                     payment_failed_on: billing.payment_failed_on,

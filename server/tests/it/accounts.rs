@@ -1296,3 +1296,29 @@ async fn a_new_address_is_confirmed_by_its_own_mail_and_the_old_one_is_told(pool
         "/login?error=wrong"
     );
 }
+
+/// Every plan a user can have is one `users.plan` accepts (its CHECK constraint), and a user
+/// read back has that plan.
+#[sqlx::test(migrations = "../migrations")]
+async fn every_stored_plan_fits_the_users_table_and_reads_back(pool: PgPool) {
+    use server::quota::Plan;
+    for plan in Plan::ALL {
+        let Some(stored) = plan.stored() else {
+            continue;
+        };
+        let id = common::insert_user(&pool, &format!("{stored}@example.com"), PASSWORD).await;
+        sqlx::query("UPDATE users SET plan = $2 WHERE id = $1")
+            .bind(id)
+            .bind(stored)
+            .execute(&pool)
+            .await
+            .unwrap();
+        let user: server::accounts::User =
+            sqlx::query_as("SELECT id, email, plan FROM users WHERE id = $1")
+                .bind(id)
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+        assert_eq!(user.plan(), plan);
+    }
+}
