@@ -219,14 +219,15 @@ pub async fn run(cli: Cli) -> Result<()> {
 async fn ingest(config: &Config, args: IngestArgs) -> Result<()> {
     let pool = db::open(config).await?;
     db::migrate(&pool).await?;
+    // The AniList client as the arguments set it up (endpoint, pace, where pages are saved).
+    let mut options = catalog::anilist::AniListOptions::new(
+        args.raw_dir
+            .clone()
+            .unwrap_or_else(|| config.embedded.data_dir.join("anilist")),
+    );
+    options.endpoint = args.anilist_url.clone();
+    options.requests_per_minute = args.requests_per_minute;
     if args.refresh_images {
-        let mut options = catalog::anilist::AniListOptions::new(
-            args.raw_dir
-                .clone()
-                .unwrap_or_else(|| config.embedded.data_dir.join("anilist")),
-        );
-        options.endpoint = args.anilist_url.clone();
-        options.requests_per_minute = args.requests_per_minute;
         println!(
             "{}",
             catalog::anilist::refresh_images(&pool, options).await?
@@ -234,13 +235,6 @@ async fn ingest(config: &Config, args: IngestArgs) -> Result<()> {
         return Ok(());
     }
     if args.source.is_some() {
-        let mut options = catalog::anilist::AniListOptions::new(
-            args.raw_dir
-                .clone()
-                .unwrap_or_else(|| config.embedded.data_dir.join("anilist")),
-        );
-        options.endpoint = args.anilist_url.clone();
-        options.requests_per_minute = args.requests_per_minute;
         options.include_adult = args.include_adult;
         options.first_year = args.first_year.unwrap_or(options.first_year);
         options.last_year = args.last_year.unwrap_or(options.last_year);

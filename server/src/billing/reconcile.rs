@@ -88,17 +88,8 @@ impl Billing {
             let status = subscription.status.as_str();
             let state = webhook::SubscriptionState {
                 status,
-                period_end: subscription
-                    .items
-                    .data
-                    .iter()
-                    .map(|item| item.current_period_end)
-                    .max(),
-                ours: subscription
-                    .items
-                    .data
-                    .iter()
-                    .any(|item| item.price.id.as_str() == self.price_id),
+                period_end: webhook::period_end(subscription),
+                ours: webhook::prices(subscription).contains(&self.price_id),
                 event_created: read_at,
             };
             webhook::record_subscription(&mut tx, id, customer, &state).await?;

@@ -140,18 +140,8 @@ pub fn read_delivery(
             id: subscription.id.as_str().to_string(),
             customer: subscription.customer.id().as_str().to_string(),
             status: subscription.status.as_str().to_string(),
-            period_end: subscription
-                .items
-                .data
-                .iter()
-                .map(|item| item.current_period_end)
-                .max(),
-            prices: subscription
-                .items
-                .data
-                .iter()
-                .map(|item| item.price.id.as_str().to_string())
-                .collect(),
+            period_end: period_end(&subscription),
+            prices: prices(&subscription),
         },
         EventObject::InvoicePaymentFailed(invoice) => Change::PaymentFailed {
             invoice: invoice.id.as_ref().map(|id| id.as_str().to_string()),
@@ -174,6 +164,26 @@ pub fn read_delivery(
         created: event.created,
         change,
     })
+}
+
+/// The end of a subscription's current period: its items' latest.
+pub(super) fn period_end(subscription: &stripe_billing::Subscription) -> Option<i64> {
+    subscription
+        .items
+        .data
+        .iter()
+        .map(|item| item.current_period_end)
+        .max()
+}
+
+/// The prices of a subscription's items.
+pub(super) fn prices(subscription: &stripe_billing::Subscription) -> Vec<String> {
+    subscription
+        .items
+        .data
+        .iter()
+        .map(|item| item.price.id.as_str().to_string())
+        .collect()
 }
 
 /// Verifies and applies one delivery: Premium comes only from a subscription to the endpoint's

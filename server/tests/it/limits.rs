@@ -141,6 +141,17 @@ async fn past_the_concurrency_cap_requests_are_turned_away_at_once(pool: PgPool)
     assert_eq!(used as usize, served);
 }
 
+/// A transaction holding the `anime` table, as a migration or a long transaction would: every
+/// statement that reads it waits until this one ends.
+async fn stall_anime(pool: &PgPool) -> sqlx::Transaction<'static, sqlx::Postgres> {
+    let mut stall = pool.begin().await.unwrap();
+    sqlx::query("LOCK TABLE anime IN ACCESS EXCLUSIVE MODE")
+        .execute(&mut *stall)
+        .await
+        .unwrap();
+    stall
+}
+
 /// A route that is not metered stuck on a stalled database (a table locked by a migration or
 /// a long transaction) is answered 503 at the request's time limit, not held open forever.
 #[sqlx::test(migrations = "../migrations")]
@@ -153,11 +164,7 @@ async fn a_request_stuck_on_a_stalled_database_is_answered_at_its_time_limit(poo
     let browser = Browser::new(&app);
     let path = format!("/api/anime/{MUSHISHI}/similar");
     assert_eq!(browser.get(&path).await.status(), 200);
-    let mut stall = pool.begin().await.unwrap();
-    sqlx::query("LOCK TABLE anime IN ACCESS EXCLUSIVE MODE")
-        .execute(&mut *stall)
-        .await
-        .unwrap();
+    let stall = stall_anime(&pool).await;
     let started = Instant::now();
     let stuck = tokio::time::timeout(Duration::from_secs(15), browser.get(&path))
         .await
@@ -206,11 +213,7 @@ async fn a_statement_past_the_serving_pools_timeout_is_cancelled(pool: PgPool) {
     let browser = Browser::new(&app);
     let path = format!("/api/anime/{MUSHISHI}/similar");
     assert_eq!(browser.get(&path).await.status(), 200);
-    let mut stall = pool.begin().await.unwrap();
-    sqlx::query("LOCK TABLE anime IN ACCESS EXCLUSIVE MODE")
-        .execute(&mut *stall)
-        .await
-        .unwrap();
+    let mut stall = stall_anime(&pool).await;
     let started = Instant::now();
     let stuck = browser.get(&path).await;
     assert_eq!(stuck.status(), 503);

@@ -395,6 +395,18 @@ async fn a_reservation_whose_search_never_answered_lapses_after_a_minute(pool: P
     assert!(matches!(again, Reservation::Counted { .. }), "{again:?}");
 }
 
+/// Moves unit `usage_id` over a minute into the past, as the database's clock sees it: its
+/// search has outrun the time a pending unit counts.
+async fn lapse(pool: &PgPool, usage_id: i64) {
+    sqlx::query(
+        "UPDATE search_usage SET counted_at = counted_at - interval '61 seconds' WHERE id = $1",
+    )
+    .bind(usage_id)
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
 /// A search that outran its unit (the database stalled for over a minute): meanwhile the unit
 /// stopped counting and the whole allowance was spent again. Its late confirmation must not
 /// make it one more than the allowance; it is given back instead (the search is not served).
@@ -407,13 +419,7 @@ async fn a_confirmation_after_the_unit_lapsed_rechecks_the_allowance(pool: PgPoo
         panic!("{stalled:?}")
     };
     // Over a minute later, as the clock of the database sees it.
-    sqlx::query(
-        "UPDATE search_usage SET counted_at = counted_at - interval '61 seconds' WHERE id = $1",
-    )
-    .bind(usage_id)
-    .execute(&pool)
-    .await
-    .unwrap();
+    lapse(&pool, usage_id).await;
     let now: String = sqlx::query_scalar(
         "SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')",
     )
@@ -448,13 +454,7 @@ async fn a_late_confirmation_that_fits_is_kept_once(pool: PgPool) {
     let Reservation::Counted { usage_id, .. } = stalled else {
         panic!("{stalled:?}")
     };
-    sqlx::query(
-        "UPDATE search_usage SET counted_at = counted_at - interval '61 seconds' WHERE id = $1",
-    )
-    .bind(usage_id)
-    .execute(&pool)
-    .await
-    .unwrap();
+    lapse(&pool, usage_id).await;
     assert!(
         quota::confirm(&pool, usage_id, Plan::Free, None)
             .await
