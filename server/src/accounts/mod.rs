@@ -653,6 +653,19 @@ pub async fn confirm_email_change(
         .bind(user_id)
         .execute(&mut *tx)
         .await?;
+    // The networks the owner logs in from follow the address (they let the owner through the
+    // throttles there), so the change does not lock them out of their own network.
+    let old_mailbox = email::mailbox(&mut *tx, &old_email).await?;
+    sqlx::query(
+        "WITH moved AS (DELETE FROM login_networks WHERE email = $1 RETURNING *)
+         INSERT INTO login_networks (email, network, last_login)
+         SELECT $2, network, last_login FROM moved
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(&old_mailbox)
+    .bind(&mailbox)
+    .execute(&mut *tx)
+    .await?;
     mail::queue(
         &mut *tx,
         &old_email,

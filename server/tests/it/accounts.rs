@@ -1278,6 +1278,12 @@ async fn a_new_address_is_confirmed_by_its_own_mail_and_the_old_one_is_told(pool
         "/account?notice=email-changed"
     );
     assert!(browser.page("/account").await.contains("new@example.com"));
+    // The networks the owner logged in from follow the address (their throttles' exemption).
+    let networks: Vec<String> = sqlx::query_scalar("SELECT email FROM login_networks")
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    assert_eq!(networks, ["new@example.com"]);
     assert_eq!(
         mail::latest_for(&pool, "old@example.com", 1).await.unwrap()[0].subject,
         "Zenbu: your account's address was changed"
