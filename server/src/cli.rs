@@ -48,6 +48,9 @@ pub enum Command {
     },
     /// Compute the vectors documents are missing (ingest does this too).
     EmbedDocuments,
+    /// Download the local models' pinned files into the cache and print where they are (the
+    /// server otherwise fetches them on first use): e5-small and the second view.
+    Models,
     /// Run the evaluation set against the catalog in the database and print hit@5, MRR and
     /// recall@25 per method; with --floors, fail when the served method scores below them.
     Eval(EvalArgs),
@@ -176,6 +179,13 @@ pub async fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Ingest(args) => ingest(&config, args).await,
+        Command::Models => {
+            let cache = config.embedded.cache_dir();
+            let (weights, tokenizer) = crate::search::e5::ensure_files(&cache)?;
+            println!("{}\n{}", weights.display(), tokenizer.display());
+            println!("{}", crate::search::second_view::install(&cache)?.display());
+            Ok(())
+        }
         Command::Embed { text, passage } => {
             use crate::search::e5::{self, Kind};
             let model = e5::load(&config.embedded.cache_dir(), config.e5_kernel)?;
@@ -190,6 +200,9 @@ pub async fn run(cli: Cli) -> Result<()> {
             let embedder = crate::search::embedder::from_config(&config)?;
             let report = embed_documents(&config, &pool, embedder.as_ref()).await?;
             println!("{report}");
+            if let Some(view) = crate::search::second_view::from_config(&config)? {
+                println!("{}", embed_documents(&config, &pool, view.as_ref()).await?);
+            }
             Ok(())
         }
         Command::Eval(args) => eval(&config, args).await,
@@ -299,6 +312,9 @@ async fn ingest(config: &Config, args: IngestArgs) -> Result<()> {
         "{}",
         embed_documents(config, &pool, embedder.as_ref()).await?
     );
+    if let Some(view) = crate::search::second_view::from_config(config)? {
+        println!("{}", embed_documents(config, &pool, view.as_ref()).await?);
+    }
     Ok(())
 }
 
@@ -326,7 +342,12 @@ async fn eval(config: &Config, args: EvalArgs) -> Result<()> {
     };
     let pool = db::open(config).await?;
     db::migrate(&pool).await?;
+    let second_view = crate::search::second_view::from_config(config)?;
+    if let Some(view) = &second_view {
+        println!("{}", embed_documents(config, &pool, view.as_ref()).await?);
+    }
     let engine = SearchEngine::new(pool, embedder::from_config(config)?)
+        .with_second_view(second_view)
         .with_translator(config.translator())
         .with_thesaurus(config.thesaurus());
     let sets = eval_sets(&args.cases)?;

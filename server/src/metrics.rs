@@ -33,10 +33,11 @@ pub fn handle() -> &'static PrometheusHandle {
 
 /// One search that ran the pipeline: the time of each stage.
 pub fn search_ran(times: &StageTimes, semantic: bool, rerank_fell_back: bool) {
-    let stages: [(&'static str, Duration); 6] = [
+    let stages: [(&'static str, Duration); 7] = [
         ("embed", times.embed),
         ("lexical", times.lexical),
         ("vector", times.vector),
+        ("second_view", times.second),
         ("fuse", times.fuse),
         ("rerank", times.rerank),
         ("total", times.total),

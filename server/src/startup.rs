@@ -24,7 +24,7 @@ use crate::{
     http::{self, AppState, SiteConfig},
     mail::{self, delivery::Courier},
     quota::Rules,
-    search::{Budgets, SearchEngine, cache, embedder, rerank},
+    search::{Budgets, SearchEngine, cache, embedder, rerank, second_view},
 };
 
 /// How often expired cache rows, sessions, sign-up links and attempts are deleted.
@@ -48,12 +48,20 @@ impl Application {
         if report.missing > 0 {
             tracing::info!(%report, "document vectors brought up to date");
         }
+        let second_view = second_view::from_config(config)?;
+        if let Some(view) = &second_view {
+            let report = crate::cli::embed_documents(config, &pool, view.as_ref()).await?;
+            if report.missing > 0 {
+                tracing::info!(%report, "second view's vectors brought up to date");
+            }
+        }
         // From here on the pool serves requests: statements past the timeout are cancelled.
         let statement_timeout = Duration::from_millis(config.statement_timeout_ms);
         let startup = pool;
         let pool = db::with_statement_timeout(&startup, statement_timeout).await?;
         startup.close().await;
         let mut engine = SearchEngine::new(pool.clone(), embedder)
+            .with_second_view(second_view)
             .with_reranker(rerank::from_config(config))
             .with_translator(config.translator())
             .with_thesaurus(config.thesaurus())

@@ -93,6 +93,7 @@ pub async fn run(config: &Config, pool: PgPool, args: BenchArgs) -> Result<()> {
         .fetch_one(&pool)
         .await?;
     let engine = SearchEngine::new(pool.clone(), embedder.clone())
+        .with_second_view(crate::search::second_view::from_config(config)?)
         .with_translator(config.translator())
         .with_thesaurus(config.thesaurus());
     let (stages, cache_hits) =
@@ -149,14 +150,26 @@ async fn text_search(
         queries.len(),
     );
     let uncached = engine.clone().without_caches();
+    // With a second view, the same pages without it are the baseline, each query timed right
+    // after its page with the view (so both see the same machine).
+    let baseline = engine
+        .has_second_view()
+        .then(|| uncached.clone().with_second_view(None));
     let filters = Filters::default();
     for query in &queries {
         uncached.search_timed(query, &filters).await?;
+        if let Some(baseline) = &baseline {
+            baseline.search_timed(query, &filters).await?;
+        }
     }
     let mut times: Vec<StageTimes> = Vec::new();
+    let mut baseline_totals: Vec<Duration> = Vec::new();
     for _ in 0..rounds {
         for query in &queries {
             times.push(uncached.search_timed(query, &filters).await?.1);
+            if let Some(baseline) = &baseline {
+                baseline_totals.push(baseline.search_timed(query, &filters).await?.1.total);
+            }
         }
     }
     // Through the caches: a first pass fills them, the second is served from them.
@@ -173,15 +186,25 @@ async fn text_search(
     let stage = |pick: fn(&StageTimes) -> Duration| {
         percentiles(&times.iter().map(pick).collect::<Vec<_>>())
     };
-    let stages = vec![
+    let mut stages = vec![
         ("translate (Spanish)".to_string(), stage(|t| t.translate)),
         ("embed query".to_string(), stage(|t| t.embed)),
         ("lexical".to_string(), stage(|t| t.lexical)),
         ("vector".to_string(), stage(|t| t.vector)),
+        (
+            "second view (embed + search)".to_string(),
+            stage(|t| t.second),
+        ),
         ("fuse".to_string(), stage(|t| t.fuse)),
         ("rerank (local)".to_string(), stage(|t| t.rerank)),
         ("total (page)".to_string(), stage(|t| t.total)),
     ];
+    if baseline.is_some() {
+        stages.push((
+            "total (page) without the second view: baseline".to_string(),
+            percentiles(&baseline_totals),
+        ));
+    }
     println!("\n| text search stage | p50 ms | p95 ms |\n|---|---|---|");
     for (name, p) in &stages {
         println!("| {name} | {:.2} | {:.2} |", p.p50_ms, p.p95_ms);

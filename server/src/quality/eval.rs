@@ -36,7 +36,7 @@ use crate::search::{
     BRANCH_LIMIT, CONFIDENT_MARGIN, SearchEngine, fused_margin,
     lexical::LexicalHit,
     parts,
-    rerank::{self, Candidate, LocalReranker, Reranker, Weights},
+    rerank::{self, Candidate, LocalReranker, Reranker},
     vector,
 };
 use app::search::Filters;
@@ -47,9 +47,10 @@ pub const CASES: &str = include_str!("../../data/eval_cases.json");
 /// Results of each case the report lists: the depth recall@20 looks at.
 const REPORTED_TOP: usize = 20;
 
-pub const METHODS: [&str; 8] = [
+pub const METHODS: [&str; 9] = [
     "lexical",
     "vector",
+    "second",
     "rrf",
     "seed-001",
     "rrf+local",
@@ -226,7 +227,7 @@ pub struct CaseResult {
     /// The local reranker's evidence per rerank candidate, in fused order (`[id, features…]`,
     /// see [`LocalReranker::features`]): what a weighting would have to beat to reorder them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub rerank_features: Vec<(i32, [f64; rerank::FEATURES])>,
+    pub rerank_features: Vec<(i32, Vec<f64>)>,
 }
 
 /// Cases where the fused order was confident enough to skip the rerank.
@@ -275,10 +276,12 @@ pub type FitCase = (Vec<Candidate>, Vec<i32>);
 /// on cases it did not see: each case is scored with weights fitted on the folds without it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FitReport {
-    pub weights: Weights,
+    /// Each feature's fitted weight ([`rerank::FEATURES`]).
+    pub weights: Vec<(String, f64)>,
     /// MRR on all cases with the weights fitted on all of them (optimistic).
     pub fitted_mrr: f64,
-    /// Per set: (name, cases, cross-validated hit@5, cross-validated MRR, same with [`FITTED`]).
+    /// Per set: (name, cases, cross-validated hit@5, cross-validated MRR, same with the shipped
+    /// weights).
     pub sets: Vec<(String, usize, f64, f64, f64, f64)>,
 }
 
@@ -292,6 +295,7 @@ pub fn fit_pooled(sets: &[(String, &[FitCase])], folds: usize) -> FitReport {
         .collect();
     let all: Vec<FitCase> = pooled.iter().map(|(_, c)| (*c).clone()).collect();
     let (weights, fitted_mrr) = rerank::fit(&all);
+    let weights = rerank::named(rerank::FEATURES, &weights);
     // Out-of-fold rank of each case's first expected anime, and its rank with today's weights.
     let mut ranks: Vec<(Option<usize>, Option<usize>)> = vec![(None, None); pooled.len()];
     let current = LocalReranker::default();
@@ -302,9 +306,7 @@ pub fn fit_pooled(sets: &[(String, &[FitCase])], folds: usize) -> FitReport {
             .filter(|(i, _)| i % folds != fold)
             .map(|(_, c)| c.clone())
             .collect();
-        let reranker = LocalReranker {
-            weights: rerank::fit(&train).0,
-        };
+        let reranker = LocalReranker::weighted(rerank::FEATURES, rerank::fit(&train).0);
         for (i, (candidates, expected)) in all.iter().enumerate() {
             if i % folds == fold {
                 ranks[i] = (
@@ -513,6 +515,8 @@ fn tally(
 struct CaseRankings {
     lexical: Vec<i32>,
     vector: Vec<i32>,
+    /// The second view's list, when the engine has one.
+    second: Option<Vec<i32>>,
     fused: Vec<i32>,
     seed: Vec<i32>,
     reranked: Vec<i32>,
@@ -525,10 +529,11 @@ struct CaseRankings {
 }
 
 impl CaseRankings {
-    fn by_method(&self) -> [Option<&Vec<i32>>; 8] {
+    fn by_method(&self) -> [Option<&Vec<i32>>; 9] {
         [
             Some(&self.lexical),
             Some(&self.vector),
+            self.second.as_ref(),
             Some(&self.fused),
             Some(&self.seed),
             Some(&self.reranked),
@@ -539,12 +544,12 @@ impl CaseRankings {
     }
 }
 
-/// What a perfect reranker of the two branches' lists would serve: the expected anime either
-/// branch returned, first, then the rest of the fused order. Its scores bound every reranking of
+/// What a perfect reranker of the branches' lists would serve: the expected anime any branch
+/// (the second view's too, when it runs) returned, first, then the rest of the fused order. Its scores bound every reranking of
 /// today's retrieval (measured in session 12: with the dev set's answers, both branches' top 50
 /// hold 0.928 of them; their top 100 would hold 0.955).
-fn ceiling(lexical: &[i32], vector: &[i32], fused: &[i32], expected: &[i32]) -> Vec<i32> {
-    let retrieved = |id: &i32| lexical.contains(id) || vector.contains(id);
+fn ceiling(lists: &[&[i32]], fused: &[i32], expected: &[i32]) -> Vec<i32> {
+    let retrieved = |id: &i32| lists.iter().any(|list| list.contains(id));
     let found = expected.iter().copied().filter(retrieved);
     let rest = fused.iter().copied().filter(|id| !expected.contains(id));
     found.chain(rest).collect()
@@ -566,6 +571,7 @@ async fn rank_text_case(
     let retrieval = &trace.retrieval;
     let lexical: Vec<i32> = retrieval.lexical.iter().map(|hit| hit.anime_id).collect();
     let vector_ids: Vec<i32> = retrieval.vector.iter().map(|hit| hit.anime_id).collect();
+    let second: Vec<i32> = retrieval.second.iter().map(|hit| hit.anime_id).collect();
     let fused: Vec<i32> = retrieval.fused.iter().map(|f| f.anime_id).collect();
     let seed = match &retrieval.query_vector {
         Some(v) => seed_001(engine, model, v, &retrieval.lexical).await?,
@@ -611,7 +617,8 @@ async fn rank_text_case(
         None => None,
     };
     let rankings = CaseRankings {
-        ceiling: ceiling(&lexical, &vector_ids, &fused, expected),
+        ceiling: ceiling(&[&lexical, &vector_ids, &second], &fused, expected),
+        second: engine.has_second_view().then_some(second),
         lexical,
         vector: vector_ids,
         fused,
@@ -767,7 +774,7 @@ impl std::fmt::Display for Report {
         )?;
         writeln!(
             f,
-            "(ceiling: every expected anime either branch returned, first; what a perfect reranker of the branches' top {BRANCH_LIMIT} would score, a bound and not a method)"
+            "(ceiling: every expected anime any branch returned, first; what a perfect reranker of the branches' top {BRANCH_LIMIT} would score, a bound and not a method)"
         )?;
         let c = &self.confident;
         writeln!(
@@ -816,7 +823,7 @@ mod tests {
         // 7 is the lexical branch's last, 9 the vector branch's; 5 is expected but retrieved by
         // neither, so no reranking can serve it.
         let fused = [1, 2, 3, 7, 9];
-        let order = ceiling(&[1, 3, 7], &[2, 9], &fused, &[9, 5, 7]);
+        let order = ceiling(&[&[1, 3, 7], &[2, 9]], &fused, &[9, 5, 7]);
         assert_eq!(order, vec![9, 7, 1, 2, 3]);
         let mut sums = Sums::default();
         sums.add(&order, &[9, 5, 7]);

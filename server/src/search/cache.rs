@@ -53,18 +53,22 @@ fn normalise_once(query: &str) -> String {
 /// `synonyms` says whether English words also match their WordNet synonyms.
 pub fn pipeline_fingerprint(
     embedding_model: &str,
+    second_view: Option<&str>,
     reranker: &str,
     translator: &str,
     synonyms: bool,
 ) -> String {
     // The vector branch's SQL and weights too: a change there changes pages.
-    let vector = super::vector::fingerprint(embedding_model);
+    let mut vector = super::vector::fingerprint(embedding_model);
+    if let Some(view) = second_view {
+        vector = format!("{vector}|second:{}", super::vector::fingerprint(view));
+    }
     format!(
-        "r{PIPELINE_REVISION}|{embedding_model}|{reranker}|{translator}|w{synonyms}|k{}|b{BRANCH_LIMIT}|p{PAGE_SIZE}|c{CONFIDENT_MARGIN}|n{}+{}|{:?}|{}|s{}|{}|parts{}x{}/{}@{}",
+        "r{PIPELINE_REVISION}|{embedding_model}|{reranker}|{translator}|w{synonyms}|k{}|b{BRANCH_LIMIT}|p{PAGE_SIZE}|c{CONFIDENT_MARGIN}|n{}+{}|{}|{}|s{}|{}|parts{}x{}/{}@{}",
         fusion::K,
         rerank::CANDIDATES,
         rerank::BRANCH_HEADS,
-        rerank::FITTED,
+        rerank::fingerprint(rerank::FEATURES),
         lexical::fingerprint(),
         super::SNIPPET_CHARS,
         crate::catalog::document::hex(&Sha256::digest(vector.as_bytes())),

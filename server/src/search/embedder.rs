@@ -60,6 +60,12 @@ pub trait Embedder: Send + Sync {
     fn cache_version(&self) -> String {
         self.model().to_string()
     }
+    /// Whether this model embeds every document whatever model it was built for, under hashes
+    /// of its own (a second view, [`super::second_view`]), rather than only the documents built
+    /// for it (the primary embedder, whose name is in each document's content hash).
+    fn embeds_any_document(&self) -> bool {
+        false
+    }
 }
 
 /// The embedder the configuration asks for. The local model loads from the cache folder,

@@ -15,13 +15,30 @@ pub struct Fused {
     /// 1-based ranks in each branch's list.
     pub lexical_rank: Option<usize>,
     pub vector_rank: Option<usize>,
+    /// Rank in the second view's list ([`super::second_view`]), when it runs.
+    pub second_rank: Option<usize>,
+}
+
+/// Which list a rank came from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum List {
+    Lexical,
+    Vector,
+    Second,
 }
 
 /// Fuses two ranked id lists (best first). The branch label says which lists held the id, so
 /// an id only the vector branch returned is never labelled lexical.
 pub fn rrf(lexical: &[i32], vector: &[i32], k: f64) -> Vec<Fused> {
-    let mut fused: Vec<Fused> = Vec::with_capacity(lexical.len() + vector.len());
-    let mut add = |id: i32, rank: usize, from_lexical: bool| {
+    rrf_with_second(lexical, vector, &[], k)
+}
+
+/// [`rrf`] with the second view's list as a third: a list like the others (its ranks, not its
+/// cosines, count). Both dense lists are found by meaning, so an id only the second view
+/// returned is labelled [`Branch::Vector`].
+pub fn rrf_with_second(lexical: &[i32], vector: &[i32], second: &[i32], k: f64) -> Vec<Fused> {
+    let mut fused: Vec<Fused> = Vec::with_capacity(lexical.len() + vector.len() + second.len());
+    let mut add = |id: i32, rank: usize, list: List| {
         let share = 1.0 / (k + rank as f64);
         let entry = match fused.iter_mut().position(|f| f.anime_id == id) {
             Some(i) => &mut fused[i],
@@ -29,34 +46,35 @@ pub fn rrf(lexical: &[i32], vector: &[i32], k: f64) -> Vec<Fused> {
                 fused.push(Fused {
                     anime_id: id,
                     score: 0.0,
-                    branch: if from_lexical {
-                        Branch::Lexical
-                    } else {
-                        Branch::Vector
-                    },
+                    branch: Branch::Lexical,
                     lexical_rank: None,
                     vector_rank: None,
+                    second_rank: None,
                 });
                 fused.last_mut().expect("just pushed")
             }
         };
         entry.score += share;
-        if from_lexical {
-            entry.lexical_rank.get_or_insert(rank);
-        } else {
-            entry.vector_rank.get_or_insert(rank);
-        }
-        entry.branch = match (entry.lexical_rank, entry.vector_rank) {
-            (Some(_), Some(_)) => Branch::Both,
-            (Some(_), None) => Branch::Lexical,
+        match list {
+            List::Lexical => entry.lexical_rank.get_or_insert(rank),
+            List::Vector => entry.vector_rank.get_or_insert(rank),
+            List::Second => entry.second_rank.get_or_insert(rank),
+        };
+        let by_meaning = entry.vector_rank.is_some() || entry.second_rank.is_some();
+        entry.branch = match (entry.lexical_rank, by_meaning) {
+            (Some(_), true) => Branch::Both,
+            (Some(_), false) => Branch::Lexical,
             _ => Branch::Vector,
         };
     };
-    for (i, &id) in lexical.iter().enumerate() {
-        add(id, i + 1, true);
-    }
-    for (i, &id) in vector.iter().enumerate() {
-        add(id, i + 1, false);
+    for (list, ids) in [
+        (List::Lexical, lexical),
+        (List::Vector, vector),
+        (List::Second, second),
+    ] {
+        for (i, &id) in ids.iter().enumerate() {
+            add(id, i + 1, list);
+        }
     }
     // Ties (same ranks mirrored) keep the id order stable: lower id first.
     fused.sort_by(|a, b| {
@@ -99,5 +117,26 @@ mod tests {
             };
             assert_eq!(hit.branch, expected, "id {}", hit.anime_id);
         }
+    }
+
+    #[test]
+    fn the_second_view_adds_its_ranks_and_counts_as_meaning() {
+        let fused = rrf_with_second(&[1, 2], &[3], &[2, 4], K);
+        let by_id = |id| fused.iter().find(|f| f.anime_id == id).unwrap();
+        assert_eq!(fused[0].anime_id, 2, "in two lists beats first of one");
+        assert!((by_id(2).score - (1.0 / 62.0 + 1.0 / 61.0)).abs() < 1e-12);
+        assert_eq!(by_id(2).branch, Branch::Both);
+        assert_eq!(by_id(2).second_rank, Some(1));
+        assert_eq!(by_id(4).branch, Branch::Vector, "second view only");
+        assert_eq!(
+            (by_id(4).vector_rank, by_id(4).second_rank),
+            (None, Some(2))
+        );
+        assert_eq!(by_id(1).second_rank, None);
+        assert_eq!(
+            rrf_with_second(&[1, 2], &[3], &[], K),
+            rrf(&[1, 2], &[3], K),
+            "an empty second list changes nothing"
+        );
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! 1. check the query (non-empty, at most [`MAX_QUERY_CHARS`]);
 //! 2. in parallel: the lexical branch ([`lexical`]) and the query embedding ([`embedder`])
-//!    followed by the vector branch ([`vector`]), both filtered ([`filters`]), top 50 each;
+//!    followed by the vector branch ([`vector`]), both filtered ([`filters`]), top 50 each; and,
+//!    when configured, the same vector search over a second model's vectors ([`second_view`]);
 //! 3. reciprocal rank fusion ([`fusion`], k = 60), each result labelled with its branch.
 //!
 //! [`SearchEngine::search`] then reorders the fused top 25, and either branch's top 15 wherever
@@ -20,6 +21,7 @@ pub mod lexical;
 pub mod minilm;
 pub mod parts;
 pub mod rerank;
+pub mod second_view;
 pub mod thesaurus;
 pub mod translate;
 pub mod vector;
@@ -87,6 +89,8 @@ pub struct StageTimes {
     pub embed: Duration,
     pub lexical: Duration,
     pub vector: Duration,
+    /// The second view's embedding and search, beside the other branches.
+    pub second: Duration,
     pub fuse: Duration,
     pub rerank: Duration,
     pub total: Duration,
@@ -99,6 +103,8 @@ pub struct Retrieval {
     pub lexical: Vec<lexical::LexicalHit>,
     /// What the vector branch found, best first; empty when the query had no vector.
     pub vector: Vec<vector::VectorHit>,
+    /// What the second view found, best first; empty without one, or when it failed.
+    pub second: Vec<vector::VectorHit>,
     pub fused: Vec<Fused>,
     /// The query's vector, when embedding worked.
     pub query_vector: Option<Vec<f32>>,
@@ -199,6 +205,8 @@ pub struct SearchEngine {
     reads: PgPool,
     replica: bool,
     embedder: Arc<dyn Embedder>,
+    /// A second dense list beside the primary embedder's ([`second_view`]); `None`: two lists.
+    second_view: Option<Arc<dyn Embedder>>,
     /// Reads Spanish queries in English too; `None`: queries are searched as typed.
     translator: Option<Arc<translate::Translator>>,
     /// English synonyms for the lexical branch; `None`: words match only themselves.
@@ -252,6 +260,7 @@ impl SearchEngine {
             replica: false,
             pool,
             embedder,
+            second_view: None,
             translator: None,
             thesaurus: None,
             reranker: Arc::new(rerank::LocalReranker::default()),
@@ -268,6 +277,12 @@ impl SearchEngine {
 
     pub fn with_reranker(mut self, reranker: Arc<dyn rerank::Reranker>) -> Self {
         self.reranker = reranker;
+        self
+    }
+
+    /// `view` adds its own nearest neighbours as a third list to the fusion ([`second_view`]).
+    pub fn with_second_view(mut self, view: Option<Arc<dyn Embedder>>) -> Self {
+        self.second_view = view;
         self
     }
 
@@ -323,6 +338,11 @@ impl SearchEngine {
         self.embedder.as_ref()
     }
 
+    /// Whether a second view adds its list to the fusion ([`second_view`]).
+    pub fn has_second_view(&self) -> bool {
+        self.second_view.is_some()
+    }
+
     /// Steps 1–3 of the pipeline. When the query cannot be embedded the lexical branch alone
     /// answers (`query_vector` is `None`).
     pub async fn retrieve(&self, raw: &str, filters: &Filters) -> Result<Retrieval, SearchError> {
@@ -335,8 +355,12 @@ impl SearchEngine {
     /// The embedding of `text`: from the cache, else from the embedder within its budget.
     /// `Ok(None)` when the embedder failed or ran out of time (the search goes on without it);
     /// an error only when the database is gone.
-    async fn query_vector(&self, text: &str) -> Result<Option<Vec<f32>>, SearchError> {
-        let model = self.embedder.model();
+    async fn query_vector(
+        &self,
+        embedder: &dyn Embedder,
+        text: &str,
+    ) -> Result<Option<Vec<f32>>, SearchError> {
+        let model = embedder.model();
         if self.caches {
             match cache::get_embedding(&self.reads, model, text).await {
                 Ok(Some(vector)) => return Ok(Some(vector)),
@@ -349,7 +373,7 @@ impl SearchEngine {
         }
         let fresh = tokio::time::timeout(
             self.budgets.embed,
-            self.embedder
+            embedder
                 .embed_query(text)
                 .instrument(tracing::info_span!("embed")),
         )
@@ -396,14 +420,15 @@ impl SearchEngine {
     /// nothing could be embedded), the embedding time and the search time.
     async fn vector_branch(
         &self,
+        embedder: &dyn Embedder,
         query: &str,
         english: Option<&str>,
         filters: &Filters,
     ) -> VectorBranch {
         let began = Instant::now();
-        let (typed, translated) = tokio::join!(self.query_vector(query), async {
+        let (typed, translated) = tokio::join!(self.query_vector(embedder, query), async {
             match english {
-                Some(english) => self.query_vector(english).await,
+                Some(english) => self.query_vector(embedder, english).await,
                 None => Ok(None),
             }
         });
@@ -422,12 +447,12 @@ impl SearchEngine {
         let began = Instant::now();
         let hits = vector::search(
             &self.reads,
-            self.embedder.model(),
+            embedder.model(),
             &vector,
             filters,
             BRANCH_LIMIT,
         )
-        .instrument(tracing::info_span!("vector"))
+        .instrument(tracing::info_span!("vector", model = embedder.model()))
         .await;
         VectorBranch {
             outcome: hits.map(|h| (h, Some(vector))).map_err(SearchError::from),
@@ -460,20 +485,39 @@ impl SearchEngine {
             (hits, began.elapsed())
         }
         .instrument(tracing::info_span!("lexical"));
-        let semantic = self.vector_branch(&query, translation.as_deref(), filters);
-        let ((lexical, lexical_time), semantic) = tokio::join!(lexical, semantic);
+        let semantic = self.vector_branch(
+            self.embedder.as_ref(),
+            &query,
+            translation.as_deref(),
+            filters,
+        );
+        let second = async {
+            let began = Instant::now();
+            let Some(view) = &self.second_view else {
+                return (Ok(Vec::new()), Duration::ZERO);
+            };
+            let branch = self
+                .vector_branch(view.as_ref(), &query, translation.as_deref(), filters)
+                .await;
+            (branch.outcome.map(|(hits, _)| hits), began.elapsed())
+        };
+        let ((lexical, lexical_time), semantic, (second, second_time)) =
+            tokio::join!(lexical, semantic, second);
         let lexical = lexical?;
         let (embed_time, vector_time) = (semantic.embed, semantic.search);
         let (vector, query_vector) = semantic.outcome?;
+        let second = second?;
 
         let began = Instant::now();
+        let ids = |hits: &[vector::VectorHit]| hits.iter().map(|hit| hit.anime_id).collect();
         let lexical_ids: Vec<i32> = lexical.iter().map(|hit| hit.anime_id).collect();
-        let vector_ids: Vec<i32> = vector.iter().map(|hit| hit.anime_id).collect();
-        let fused = fusion::rrf(&lexical_ids, &vector_ids, fusion::K);
+        let (vector_ids, second_ids): (Vec<i32>, Vec<i32>) = (ids(&vector), ids(&second));
+        let fused = fusion::rrf_with_second(&lexical_ids, &vector_ids, &second_ids, fusion::K);
         let fuse_time = began.elapsed();
         Ok(Retrieval {
             lexical,
             vector,
+            second,
             fused,
             query_vector,
             translation,
@@ -483,6 +527,7 @@ impl SearchEngine {
                 embed: embed_time,
                 lexical: lexical_time,
                 vector: vector_time,
+                second: second_time,
                 fuse: fuse_time,
                 rerank: Duration::ZERO,
                 total: started.elapsed(),
@@ -629,6 +674,7 @@ impl SearchEngine {
             .map_or_else(|| "typed".to_string(), |t| t.fingerprint());
         cache::pipeline_fingerprint(
             self.embedder.model(),
+            self.second_view.as_ref().map(|view| view.model()),
             &self.reranker.name(),
             &translator,
             self.thesaurus.is_some(),

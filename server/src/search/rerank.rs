@@ -111,14 +111,15 @@ struct CandidateFacts {
 }
 
 /// Which fused results the rerank stage sees, each with its 0-based fused position: the fused
-/// top [`CANDIDATES`], then any of either branch's top [`BRANCH_HEADS`] fused lower, in fused
-/// order.
+/// top [`CANDIDATES`], then any of any list's top [`BRANCH_HEADS`] fused lower, in fused order.
 pub fn candidate_pool(fused: &[Fused]) -> Vec<(usize, &Fused)> {
     let heads = |rank: Option<usize>| rank.is_some_and(|r| r <= BRANCH_HEADS);
     fused
         .iter()
         .enumerate()
-        .filter(|(i, f)| *i < CANDIDATES || heads(f.lexical_rank) || heads(f.vector_rank))
+        .filter(|(i, f)| {
+            *i < CANDIDATES || heads(f.lexical_rank) || heads(f.vector_rank) || heads(f.second_rank)
+        })
         .collect()
 }
 
@@ -216,121 +217,221 @@ pub async fn candidates(
         .collect())
 }
 
-/// Weights of the local reranker's evidence (see [`LocalReranker::features`]).
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Weights {
-    pub cosine: f64,
-    pub passage: f64,
-    pub title: f64,
-    pub coverage: f64,
-    pub rrf: f64,
-    pub popularity: f64,
-    pub era: f64,
-    pub format: f64,
-    pub genre: f64,
+/// How a feature reads its value from a candidate, on a scale that compares across queries.
+#[derive(Clone, Copy)]
+pub enum Scale {
+    /// Minus the best among the candidates, in hundredths (≤ 0): cosines crowd within a few
+    /// hundredths (e5's between 0.75 and 0.9). A candidate without one gets -10.
+    BelowBest(fn(&Candidate) -> Option<f64>),
+    /// Over the best among the candidates (0–1).
+    OverBest(fn(&Candidate) -> f64),
+    /// As it is.
+    Plain(fn(&Candidate) -> f64),
 }
 
-/// Fitted on both evaluation sets together (`server/data/eval_cases.json` and
-/// `../shared/eval/dev_cases.jsonl`, 163 text cases) over the full shared catalog with
-/// `server eval --fit`, which also prints each set's 5-fold cross-validated scores. Popularity
-/// weighs heavily: of two anime that fit a description, people mostly mean the well-known one.
-/// The era and format weights were fitted afterwards with the others held (in 5-fold
-/// cross-validation on both sets every fold chose 8 for the era, four of five 4 for the format;
-/// `docs/measurements.md`), then the genre weight with those held (four folds of five chose 2).
-/// The RRF weight was refit (0.5 → 2) after the passage walk deepened: the fused order now holds
-/// more of the right answers, and `--fit` on every case picks 2.
-pub const FITTED: Weights = Weights {
-    cosine: 1.0,
-    passage: 2.0,
-    title: 32.0,
-    coverage: 16.0,
-    rrf: 2.0,
-    popularity: 16.0,
-    era: 8.0,
-    format: 4.0,
-    genre: 2.0,
-};
+impl Scale {
+    /// The value of each candidate, in order.
+    fn values(self, candidates: &[Candidate]) -> Vec<f64> {
+        match self {
+            Scale::BelowBest(pick) => {
+                let best = candidates
+                    .iter()
+                    .filter_map(pick)
+                    .fold(f64::NEG_INFINITY, f64::max);
+                candidates
+                    .iter()
+                    .map(|c| match pick(c) {
+                        Some(value) if best.is_finite() => (value - best) * 100.0,
+                        _ => -10.0,
+                    })
+                    .collect()
+            }
+            Scale::OverBest(pick) => {
+                let best = candidates.iter().map(pick).fold(0.0, f64::max).max(1e-12);
+                candidates.iter().map(|c| pick(c) / best).collect()
+            }
+            Scale::Plain(pick) => candidates.iter().map(pick).collect(),
+        }
+    }
+}
 
-/// Evidence the local reranker weighs per candidate (see [`LocalReranker::features`]).
-pub const FEATURES: usize = 9;
+/// Which pass of [`fit`] searches a feature's weight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pass {
+    /// Held at its shipped weight: scores only compare within a query, so one weight can be
+    /// fixed.
+    Fixed,
+    /// Searched together, first.
+    Retrieval,
+    /// Searched together after the retrieval weights are chosen (one grid over every weight
+    /// would be 8^8 = 17 million weightings per fold): the query's cues.
+    Refinement,
+}
+
+/// One piece of evidence the local reranker weighs: scoring, fitting, the eval report and the
+/// results cache's fingerprint all iterate over [`FEATURES`], so a new feature is one entry.
+#[derive(Clone, Copy)]
+pub struct Feature {
+    /// Its name in reports and in the cache fingerprint.
+    pub name: &'static str,
+    pub scale: Scale,
+    /// The weight it ships with.
+    pub fitted: f64,
+    pub pass: Pass,
+}
+
+impl std::fmt::Debug for Feature {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}={}({:?})", self.name, self.fitted, self.pass)
+    }
+}
+
+/// The local reranker's evidence and shipped weights. Fitted on both evaluation sets together
+/// (`server/data/eval_cases.json` and `../shared/eval/dev_cases.jsonl`, 163 text cases) over the
+/// full shared catalog with `server eval --fit`, which also prints each set's 5-fold
+/// cross-validated scores. Popularity weighs heavily: of two anime that fit a description,
+/// people mostly mean the well-known one. The era and format weights were fitted afterwards
+/// with the others held (in 5-fold cross-validation on both sets every fold chose 8 for the
+/// era, four of five 4 for the format; `docs/measurements.md`), then the genre weight with those
+/// held (four folds of five chose 2). The RRF weight was refit (0.5 → 2) after the passage walk
+/// deepened: the fused order now holds more of the right answers, and `--fit` on every case
+/// picks 2.
+pub const FEATURES: &[Feature] = &[
+    // Cosine of the query and the document vector; candidates only the lexical branch found
+    // get theirs read too (`candidates`).
+    Feature {
+        name: "cosine",
+        scale: Scale::BelowBest(|c| c.cosine),
+        fitted: 1.0,
+        pass: Pass::Fixed,
+    },
+    // Cosine of the query and the anime's nearest passage.
+    Feature {
+        name: "passage",
+        scale: Scale::BelowBest(|c| c.passage_cosine),
+        fitted: 2.0,
+        pass: Pass::Retrieval,
+    },
+    // Trigram similarity of the query and the nearest title (0–1).
+    Feature {
+        name: "title",
+        scale: Scale::Plain(|c| {
+            c.lexical
+                .as_ref()
+                .map_or(0.0, |l| l.title_similarity as f64)
+        }),
+        fitted: 32.0,
+        pass: Pass::Retrieval,
+    },
+    // Share of the query's words the document holds (0–1).
+    Feature {
+        name: "coverage",
+        scale: Scale::Plain(|c| c.lexical.as_ref().map_or(0.0, |l| l.coverage as f64)),
+        fitted: 16.0,
+        pass: Pass::Retrieval,
+    },
+    // The fused score.
+    Feature {
+        name: "rrf",
+        scale: Scale::OverBest(|c| c.rrf),
+        fitted: 2.0,
+        pass: Pass::Retrieval,
+    },
+    // log10 of AniList members over 6 (estimated for a record without them,
+    // [`crate::catalog::popularity`]).
+    Feature {
+        name: "popularity",
+        scale: Scale::Plain(|c| super::popularity_prior(c.popularity)),
+        fitted: 16.0,
+        pass: Pass::Retrieval,
+    },
+    // 1 when the candidate is from the era the query names ([`super::cues`]).
+    Feature {
+        name: "era",
+        scale: Scale::Plain(|c| f64::from(u8::from(c.era_match))),
+        fitted: 8.0,
+        pass: Pass::Refinement,
+    },
+    // 1 when it is of the format the query names.
+    Feature {
+        name: "format",
+        scale: Scale::Plain(|c| f64::from(u8::from(c.format_match))),
+        fitted: 4.0,
+        pass: Pass::Refinement,
+    },
+    // Share of the genres the query names that it has (0–1).
+    Feature {
+        name: "genre",
+        scale: Scale::Plain(|c| c.genre_match),
+        fitted: 2.0,
+        pass: Pass::Refinement,
+    },
+];
+
+/// Weights the fit tries for each searched feature.
+const GRID: [f64; 8] = [0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0];
+
+/// The features and their shipped weights, for the results cache's fingerprint: a new feature
+/// or weight changes pages, so it changes the key.
+pub fn fingerprint(features: &[Feature]) -> String {
+    features
+        .iter()
+        .map(|f| format!("{}={}", f.name, f.fitted))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// `weights` named by `features`, for reports.
+pub fn named(features: &[Feature], weights: &[f64]) -> Vec<(String, f64)> {
+    features
+        .iter()
+        .zip(weights)
+        .map(|(f, &w)| (f.name.to_string(), w))
+        .collect()
+}
 
 /// Reorders candidates by a weighted sum of their evidence; no model call, microseconds.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct LocalReranker {
-    pub weights: Weights,
+    features: &'static [Feature],
+    /// One per feature, in order.
+    weights: Vec<f64>,
 }
 
 impl Default for LocalReranker {
     fn default() -> Self {
-        Self { weights: FITTED }
+        Self::shipped(FEATURES)
     }
 }
 
 impl LocalReranker {
-    /// The evidence of each candidate, on comparable scales: document cosine and nearest-passage
-    /// cosine, each minus the best among the candidates (≤ 0, in units of 0.01: e5's cosines
-    /// crowd between 0.75 and 0.9; a candidate without one gets -10), title similarity (0–1),
-    /// word coverage (0–1), RRF score over the best RRF score (0–1), log10 of popularity over
-    /// 6 (AniList's most popular titles have a few million members; estimated for a record
-    /// without one, [`crate::catalog::popularity`]), 1 when the candidate is
-    /// from the era, and 1 when it is of the format, the query names (else 0), and the share of
-    /// the genres the query names that it has (0–1).
-    pub fn features(candidates: &[Candidate]) -> Vec<[f64; FEATURES]> {
-        let relative = |pick: fn(&Candidate) -> Option<f64>| {
-            let best = candidates
-                .iter()
-                .filter_map(pick)
-                .fold(f64::NEG_INFINITY, f64::max);
-            move |c: &Candidate| match pick(c) {
-                Some(cos) if best.is_finite() => (cos - best) * 100.0,
-                _ => -10.0,
-            }
-        };
-        let cosine = relative(|c| c.cosine);
-        let passage = relative(|c| c.passage_cosine);
-        let best_rrf = candidates
-            .iter()
-            .map(|c| c.rrf)
-            .fold(0.0, f64::max)
-            .max(1e-12);
-        candidates
-            .iter()
-            .map(|c| {
-                let (title, coverage) = c.lexical.as_ref().map_or((0.0, 0.0), |l| {
-                    (l.title_similarity as f64, l.coverage as f64)
-                });
-                let popularity = super::popularity_prior(c.popularity);
-                [
-                    cosine(c),
-                    passage(c),
-                    title,
-                    coverage,
-                    c.rrf / best_rrf,
-                    popularity,
-                    f64::from(u8::from(c.era_match)),
-                    f64::from(u8::from(c.format_match)),
-                    c.genre_match,
-                ]
-            })
-            .collect()
+    /// `features` with their shipped weights.
+    pub fn shipped(features: &'static [Feature]) -> Self {
+        Self {
+            features,
+            weights: features.iter().map(|f| f.fitted).collect(),
+        }
     }
 
-    fn score(&self, features: &[f64; FEATURES]) -> f64 {
-        let w = &self.weights;
-        w.cosine * features[0]
-            + w.passage * features[1]
-            + w.title * features[2]
-            + w.coverage * features[3]
-            + w.rrf * features[4]
-            + w.popularity * features[5]
-            + w.era * features[6]
-            + w.format * features[7]
-            + w.genre * features[8]
+    /// `features` with `weights` (one per feature, in order).
+    pub fn weighted(features: &'static [Feature], weights: Vec<f64>) -> Self {
+        assert_eq!(features.len(), weights.len(), "one weight per feature");
+        Self { features, weights }
+    }
+
+    /// The evidence of each candidate, one value per feature of [`FEATURES`] (see each
+    /// feature's comment and [`Scale`]).
+    pub fn features(candidates: &[Candidate]) -> Vec<Vec<f64>> {
+        feature_rows(FEATURES, candidates)
+    }
+
+    fn score(&self, features: &[f64]) -> f64 {
+        self.weights.iter().zip(features).map(|(w, f)| w * f).sum()
     }
 
     /// Candidate ids in the new order (ties keep the fused order).
     pub fn order(&self, candidates: &[Candidate]) -> Vec<i32> {
-        let features = Self::features(candidates);
+        let features = feature_rows(self.features, candidates);
         let mut order: Vec<(usize, f64)> = features
             .iter()
             .enumerate()
@@ -344,17 +445,36 @@ impl LocalReranker {
     }
 }
 
-/// Grid search for the weights that maximise mean reciprocal rank over `cases` (each: the
-/// candidates and the expected ids). The cosine weight is fixed at 1 (scores only compare
-/// within a query, so one weight can be fixed). The five retrieval weights are searched together
-/// with the cue weights (era, format, genre) held; then those three with the five held (one grid
-/// over all eight would be 8^8 = 17 million weightings per fold).
-pub fn fit(cases: &[(Vec<Candidate>, Vec<i32>)]) -> (Weights, f64) {
-    let prepared: Vec<(Vec<[f64; FEATURES]>, Vec<bool>)> = cases
+/// Each candidate's value of each of `features`: a row per candidate.
+fn feature_rows(features: &[Feature], candidates: &[Candidate]) -> Vec<Vec<f64>> {
+    let columns: Vec<Vec<f64>> = features
+        .iter()
+        .map(|f| f.scale.values(candidates))
+        .collect();
+    (0..candidates.len())
+        .map(|i| columns.iter().map(|column| column[i]).collect())
+        .collect()
+}
+
+/// [`fit_features`] over [`FEATURES`].
+pub fn fit(cases: &[(Vec<Candidate>, Vec<i32>)]) -> (Vec<f64>, f64) {
+    fit_features(FEATURES, cases)
+}
+
+/// Grid search for the weights of `features` that maximise mean reciprocal rank over `cases`
+/// (each: the candidates and the expected ids): every weighting of [`GRID`] over the
+/// [`Pass::Retrieval`] features, then over the [`Pass::Refinement`] features with the first held;
+/// [`Pass::Fixed`] weights stay as shipped. Weightings are tried with the first feature of a
+/// pass varying slowest, and a later one must beat the best so far to replace it.
+pub fn fit_features(
+    features: &'static [Feature],
+    cases: &[(Vec<Candidate>, Vec<i32>)],
+) -> (Vec<f64>, f64) {
+    let prepared: Vec<(Vec<Vec<f64>>, Vec<bool>)> = cases
         .iter()
         .map(|(candidates, expected)| {
             (
-                LocalReranker::features(candidates),
+                feature_rows(features, candidates),
                 candidates
                     .iter()
                     .map(|c| expected.contains(&c.anime_id))
@@ -362,55 +482,33 @@ pub fn fit(cases: &[(Vec<Candidate>, Vec<i32>)]) -> (Weights, f64) {
             )
         })
         .collect();
-    let grid = [0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0];
-    let mut best = (FITTED, f64::NEG_INFINITY);
-    for &passage in &grid {
-        for &title in &grid {
-            for &coverage in &grid {
-                for &rrf in &grid {
-                    for &popularity in &grid {
-                        let weights = Weights {
-                            cosine: 1.0,
-                            passage,
-                            title,
-                            coverage,
-                            rrf,
-                            popularity,
-                            ..FITTED
-                        };
-                        let mrr = mean_reciprocal_rank(&LocalReranker { weights }, &prepared);
-                        if mrr > best.1 + 1e-12 {
-                            best = (weights, mrr);
-                        }
-                    }
-                }
+    let mut best = (
+        features.iter().map(|f| f.fitted).collect::<Vec<f64>>(),
+        f64::NEG_INFINITY,
+    );
+    for pass in [Pass::Retrieval, Pass::Refinement] {
+        let searched: Vec<usize> = (0..features.len())
+            .filter(|&i| features[i].pass == pass)
+            .collect();
+        let held = best.0.clone();
+        for n in 0..GRID.len().pow(searched.len() as u32) {
+            let mut weights = held.clone();
+            let mut digits = n;
+            for &i in searched.iter().rev() {
+                weights[i] = GRID[digits % GRID.len()];
+                digits /= GRID.len();
             }
-        }
-    }
-    let retrieval = best.0;
-    for &era in &grid {
-        for &format in &grid {
-            for &genre in &grid {
-                let weights = Weights {
-                    era,
-                    format,
-                    genre,
-                    ..retrieval
-                };
-                let mrr = mean_reciprocal_rank(&LocalReranker { weights }, &prepared);
-                if mrr > best.1 + 1e-12 {
-                    best = (weights, mrr);
-                }
+            let reranker = LocalReranker { features, weights };
+            let mrr = mean_reciprocal_rank(&reranker, &prepared);
+            if mrr > best.1 + 1e-12 {
+                best = (reranker.weights, mrr);
             }
         }
     }
     best
 }
 
-fn mean_reciprocal_rank(
-    reranker: &LocalReranker,
-    cases: &[(Vec<[f64; FEATURES]>, Vec<bool>)],
-) -> f64 {
+fn mean_reciprocal_rank(reranker: &LocalReranker, cases: &[(Vec<Vec<f64>>, Vec<bool>)]) -> f64 {
     let mut total = 0.0;
     for (features, relevant) in cases {
         // The rank of the first relevant candidate: how many score above it (ties by position).
@@ -569,6 +667,60 @@ mod tests {
         }
     }
 
+    /// Adding a feature is one entry: the list below is the shipped one plus a dummy (an earlier
+    /// fused position scores higher), and scoring, fitting, reports and the cache fingerprint
+    /// all take it up with no other change.
+    #[test]
+    fn a_new_feature_is_one_entry_in_the_list() {
+        let dummy = Feature {
+            name: "dummy_fused_position",
+            scale: Scale::Plain(|c| 1.0 / c.fused_rank.max(1) as f64),
+            fitted: 4.0,
+            pass: Pass::Refinement,
+        };
+        let with_dummy: &'static [Feature] = Box::leak(
+            FEATURES
+                .iter()
+                .copied()
+                .chain([dummy])
+                .collect::<Vec<_>>()
+                .into_boxed_slice(),
+        );
+        // Candidates alike in every shipped feature, given out of fused order.
+        let candidates: Vec<Candidate> = [3, 1, 2]
+            .into_iter()
+            .map(|rank| Candidate {
+                fused_rank: rank,
+                ..candidate(rank as i32)
+            })
+            .collect();
+        assert_eq!(LocalReranker::default().order(&candidates), [3, 1, 2]);
+        assert_eq!(
+            LocalReranker::shipped(with_dummy).order(&candidates),
+            [1, 2, 3]
+        );
+        assert_eq!(
+            feature_rows(with_dummy, &candidates)[0].len(),
+            FEATURES.len() + 1
+        );
+
+        // The fit finds the dummy's weight when it is what separates the answers.
+        let cases: Vec<(Vec<Candidate>, Vec<i32>)> =
+            (0..3).map(|_| (candidates.clone(), vec![1])).collect();
+        let (weights, mrr) = fit_features(with_dummy, &cases);
+        assert_eq!(mrr, 1.0);
+        assert!(weights[FEATURES.len()] > 0.0, "{weights:?}");
+        assert_eq!(fit(&cases).1, 1.0 / 2.0, "without it the answer stays 2nd");
+        assert_eq!(
+            named(with_dummy, &weights)
+                .last()
+                .map(|(name, _)| name.as_str()),
+            Some("dummy_fused_position")
+        );
+        assert!(fingerprint(with_dummy).starts_with(&fingerprint(FEATURES)));
+        assert_ne!(fingerprint(with_dummy), fingerprint(FEATURES));
+    }
+
     #[test]
     fn the_pool_is_the_fused_top_and_each_branchs_head_wherever_it_fell() {
         // Fused positions 1..=60: the first 30 found by both branches at ranks 31 and up, then
@@ -588,6 +740,7 @@ mod tests {
                     branch: app::search::Branch::Both,
                     lexical_rank,
                     vector_rank,
+                    second_rank: None,
                 }
             })
             .collect();
@@ -611,6 +764,7 @@ mod tests {
                 branch: app::search::Branch::Both,
                 lexical_rank: None,
                 vector_rank: None,
+                second_rank: None,
             })
             .collect();
         let ids = |order: &[i32]| -> Vec<i32> {

@@ -16,7 +16,7 @@ use crate::catalog::popularity::MEMBERS_SQL;
 use super::{
     e5,
     embedder::{OPENAI_DIMENSION, OPENAI_MODEL},
-    filters,
+    filters, second_view,
 };
 
 /// Search settings for one transaction: candidates the HNSW walk keeps (at least the largest
@@ -26,12 +26,13 @@ use super::{
 const INDEX_SETTINGS: &str = "SELECT set_config('hnsw.ef_search', '200', true),
     set_config('hnsw.iterative_scan', 'relaxed_order', true)";
 
-/// The models that have an HNSW index (migrations `…_search.sql`, `…_passages.sql` and
-/// `…_trained_model_indexes.sql`), with their dimensions.
-pub const INDEXED_MODELS: [(&str, usize); 3] = [
+/// The models that have an HNSW index (migrations `…_search.sql`, `…_passages.sql`,
+/// `…_trained_model_indexes.sql` and `…_second_view_indexes.sql`), with their dimensions.
+pub const INDEXED_MODELS: [(&str, usize); 4] = [
     (e5::MODEL_NAME, e5::DIMENSION),
     (e5::TRAINED_MODEL_NAME, e5::DIMENSION),
     (OPENAI_MODEL, OPENAI_DIMENSION),
+    (second_view::MODEL_NAME, second_view::DIMENSION),
 ];
 
 #[derive(Debug, thiserror::Error)]

@@ -89,14 +89,20 @@ pub async fn embed_missing(
 ) -> Result<EmbedReport> {
     let started = Instant::now();
     let model = embedder.model().to_string();
+    // A second view hashes each body under its own name (`catalog::document::content_hash`,
+    // in SQL), so its vectors follow the text, not the primary model the document was built for.
     let missing: Vec<DocumentText> = sqlx::query_as(
-        "SELECT d.anime_id, d.body, d.content_hash FROM documents d
+        "SELECT d.anime_id, d.body, h.content_hash FROM documents d
+         CROSS JOIN LATERAL (SELECT CASE WHEN $2 THEN
+             encode(sha256(convert_to($1 || E'\\n' || d.body, 'UTF8')), 'hex')
+             ELSE d.content_hash END AS content_hash) h
          LEFT JOIN embeddings e
-             ON e.anime_id = d.anime_id AND e.model = d.model AND e.content_hash = d.content_hash
-         WHERE d.model = $1 AND e.anime_id IS NULL
+             ON e.anime_id = d.anime_id AND e.model = $1 AND e.content_hash = h.content_hash
+         WHERE ($2 OR d.model = $1) AND e.anime_id IS NULL
          ORDER BY length(d.body), d.anime_id",
     )
     .bind(&model)
+    .bind(embedder.embeds_any_document())
     .fetch_all(pool)
     .await?;
     let mut report = EmbedReport {
@@ -216,12 +222,14 @@ async fn embed_missing_passages(
     show_progress: bool,
 ) -> Result<(usize, usize)> {
     let model = embedder.model().to_string();
+    let any_document = embedder.embeds_any_document();
     sqlx::query(
         "DELETE FROM passage_embeddings p USING documents d
          WHERE p.anime_id = d.anime_id AND p.model = $1
-           AND (d.model <> $1 OR p.passage > cardinality(d.passages))",
+           AND ((NOT $2 AND d.model <> $1) OR p.passage > cardinality(d.passages))",
     )
     .bind(&model)
+    .bind(any_document)
     .execute(pool)
     .await?;
     let stored: HashMap<(i32, i32), String> = sqlx::query_as::<_, StoredPassageHash>(
@@ -236,9 +244,10 @@ async fn embed_missing_passages(
     let passages: Vec<PassageText> = sqlx::query_as(
         "SELECT d.anime_id, p.passage::int AS passage, p.body FROM documents d,
              unnest(d.passages) WITH ORDINALITY AS p(body, passage)
-         WHERE d.model = $1 ORDER BY length(p.body), d.anime_id, p.passage",
+         WHERE $2 OR d.model = $1 ORDER BY length(p.body), d.anime_id, p.passage",
     )
     .bind(&model)
+    .bind(any_document)
     .fetch_all(pool)
     .await?;
     let missing: Vec<(i32, i32, String, String)> = passages

@@ -24,4 +24,5 @@ mod premise;
 mod quota;
 mod replica;
 mod search;
+mod second_view;
 mod translate;
