@@ -33,7 +33,8 @@ pub fn handle() -> &'static PrometheusHandle {
 
 /// One search that ran the pipeline: the time of each stage.
 pub fn search_ran(times: &StageTimes, semantic: bool, rerank_fell_back: bool) {
-    let stages: [(&'static str, Duration); 7] = [
+    let stages: [(&'static str, Duration); 8] = [
+        ("translate", times.translate),
         ("embed", times.embed),
         ("lexical", times.lexical),
         ("vector", times.vector),

@@ -779,6 +779,7 @@ async fn metrics_count_stages_cache_hits_fallbacks_and_refusals(pool: PgPool) {
     );
     let text = metrics.text().await.unwrap();
     for expected in [
+        r#"zenbu_search_stage_seconds_bucket{stage="translate""#,
         r#"zenbu_search_stage_seconds_bucket{stage="lexical""#,
         r#"zenbu_search_stage_seconds_bucket{stage="total""#,
         r#"zenbu_search_stage_seconds_count{stage="cache_hit"}"#,
