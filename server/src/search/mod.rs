@@ -6,7 +6,7 @@
 //!    when configured, the same vector search over a second model's vectors ([`second_view`]);
 //! 3. reciprocal rank fusion ([`fusion`], k = 60), each result labelled with its branch.
 //!
-//! [`SearchEngine::search`] then reorders the fused top 25, and either branch's top 15 wherever
+//! [`SearchEngine::search`] then reorders the fused top 25, and each list's top 15 wherever
 //! fusion put them, with the local reranker ([`rerank::candidate_pool`]) and adds what a page
 //! shows; "similar to" reads an anime's stored vector ([`vector::similar`]). Every stage is
 //! timed under the names `bench` and `eval` print.
