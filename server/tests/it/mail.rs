@@ -1,6 +1,6 @@
 //! Mail delivery against a real SMTP server started by each test (`fakes::smtp`, mailin's
 //! protocol implementation): what arrives, in which language, retries after a refusal, giving
-//! up, two workers sharing one outbox, and a worker that dies mid-send.
+//! up, two workers sharing one outbox, a worker that dies mid-send, and STARTTLS required.
 
 use std::time::Duration;
 
@@ -345,4 +345,41 @@ async fn the_running_app_delivers_sign_up_mail_through_smtp(pool: PgPool) {
         )
         .await;
     assert_eq!(location(&created), "/account");
+}
+
+/// `?tls=required` (STARTTLS) never falls back to plain text: against a server that does not
+/// offer STARTTLS (the test server speaks plain SMTP only) nothing is delivered, the message stays
+/// queued for a retry with the reason recorded, and the same server without the requirement
+/// takes it.
+#[sqlx::test(migrations = "../migrations")]
+async fn starttls_when_required_is_never_skipped(pool: PgPool) {
+    let smtp = smtp();
+    let tls_required = Courier::from_config(
+        Some(&SecretString::from(format!("{}?tls=required", smtp.url()))),
+        "no-reply@zenbu.test",
+    )
+    .unwrap();
+    mail::queue(&pool, "ana@example.com", &letter(1))
+        .await
+        .unwrap();
+    assert_eq!(
+        delivery::deliver_one(&pool, &tls_required).await.unwrap(),
+        Some(Outcome::Retry)
+    );
+    assert!(smtp.delivered().is_empty(), "sent in the clear");
+    let row = state(&pool, "ana@example.com").await;
+    assert!(!row.sent && !row.failed && row.attempts == 1, "{row:?}");
+    assert!(
+        row.last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("STARTTLS")),
+        "{row:?}"
+    );
+
+    make_due(&pool).await;
+    assert_eq!(
+        delivery::deliver_one(&pool, &courier(&smtp)).await.unwrap(),
+        Some(Outcome::Sent)
+    );
+    assert_eq!(smtp.delivered_to("ana@example.com").len(), 1);
 }
