@@ -3,7 +3,7 @@
 
 use std::{fs, path::Path};
 
-use anyhow::{Context, Result, bail, ensure};
+use crate::error::{OrFormat, Result, bail_format, ensure_format};
 
 /// Q4_0: 32 weights in 18 bytes (an f16 scale, then 16 bytes of nibbles).
 pub const Q4_BLOCK: usize = 32;
@@ -45,7 +45,7 @@ struct Reader<'a> {
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize) -> Result<&'a [u8]> {
         let end = self.at.checked_add(n).filter(|&end| end <= self.data.len());
-        let end = end.context("weights file ends early")?;
+        let end = end.or_format(|| "weights file ends early".into())?;
         let bytes = &self.data[self.at..end];
         self.at = end;
         Ok(bytes)
@@ -55,7 +55,7 @@ impl<'a> Reader<'a> {
     }
     fn size(&mut self) -> Result<usize> {
         let value = self.i32()?;
-        usize::try_from(value).with_context(|| format!("negative size {value} in the header"))
+        usize::try_from(value).or_format(|| format!("negative size {value} in the header"))
     }
     fn u32(&mut self) -> Result<u32> {
         Ok(u32::from_le_bytes(self.take(4)?.try_into()?))
@@ -70,13 +70,13 @@ impl<'a> Reader<'a> {
 
 impl Container {
     pub fn read(path: &Path) -> Result<Self> {
-        let data = fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-        Self::parse(data).with_context(|| format!("reading {}", path.display()))
+        let data = fs::read(path).map_err(crate::Error::io(path))?;
+        Self::parse(data).or_format(|| format!("reading {}", path.display()))
     }
 
     pub fn parse(data: Vec<u8>) -> Result<Self> {
         let mut r = Reader { data: &data, at: 0 };
-        ensure!(r.take(4)? == b"E5S1", "not an E5S1 weights file");
+        ensure_format!(r.take(4)? == b"E5S1", "not an E5S1 weights file");
         r.take(4)?; // format version
         let dimensions = Dimensions {
             hidden: r.size()?,
@@ -88,7 +88,7 @@ impl Container {
             type_vocab: r.size()?,
             layer_norm_eps: r.f32()?,
         };
-        ensure!(r.size()? == Q4_BLOCK, "unexpected quantisation block size");
+        ensure_format!(r.size()? == Q4_BLOCK, "unexpected quantisation block size");
         let pieces = r.size()?;
         r.take(16)?; // special ids
         let blob = usize::try_from(r.u64()?)?;
@@ -106,9 +106,9 @@ impl Container {
             let offset = usize::try_from(r.u64()?)?;
             let length = usize::try_from(r.u64()?)?;
             if dtype > 1 {
-                bail!("tensor {name}: unknown dtype {dtype}");
+                bail_format!("tensor {name}: unknown dtype {dtype}");
             }
-            ensure!(
+            ensure_format!(
                 offset
                     .checked_add(length)
                     .is_some_and(|end| end <= data.len()),
@@ -133,7 +133,7 @@ impl Container {
         self.entries
             .iter()
             .find(|e| e.name == name)
-            .with_context(|| format!("tensor {name} missing"))
+            .or_format(|| format!("tensor {name} missing"))
     }
 
     /// Element count of a tensor.
@@ -144,11 +144,11 @@ impl Container {
     /// An f32 tensor of exactly `elements` values.
     pub fn f32(&self, name: &str, elements: usize) -> Result<Vec<f32>> {
         let entry = self.find(name)?;
-        ensure!(
+        ensure_format!(
             !entry.quantized && entry.length == entry.elements * 4,
             "{name} is not f32"
         );
-        ensure!(entry.elements == elements, "{name} has the wrong size");
+        ensure_format!(entry.elements == elements, "{name} has the wrong size");
         Ok(self.data[entry.offset..entry.offset + entry.length]
             .chunks_exact(4)
             .map(|c| f32::from_le_bytes(c.try_into().expect("chunks of 4")))
@@ -158,7 +158,7 @@ impl Container {
     /// The raw Q4_0 blocks of a `rows` × `cols` matrix (row-major, `cols` a multiple of 32).
     pub fn q4(&self, name: &str, rows: usize, cols: usize) -> Result<&[u8]> {
         let entry = self.find(name)?;
-        ensure!(
+        ensure_format!(
             entry.quantized
                 && cols.is_multiple_of(Q4_BLOCK)
                 && entry.elements == rows * cols
@@ -215,8 +215,15 @@ mod tests {
     #[test]
     fn a_file_that_is_not_e5s1_is_refused() {
         let error = Container::parse(b"GGUF\0\0\0\0".to_vec()).err().unwrap();
+        assert!(matches!(error, crate::Error::Format(_)), "{error:?}");
         assert!(error.to_string().contains("not an E5S1"), "{error}");
         let error = Container::parse(b"E5S1".to_vec()).err().unwrap();
         assert!(error.to_string().contains("ends early"), "{error}");
+        let missing = std::path::Path::new("/nonexistent/e5-small-q4.bin");
+        let error = Container::read(missing).err().unwrap();
+        assert!(
+            matches!(&error, crate::Error::Io { path, .. } if path == missing),
+            "{error:?}"
+        );
     }
 }

@@ -19,6 +19,7 @@
 pub mod kernels;
 pub mod bf16;
 pub mod container;
+mod error;
 pub mod int8;
 pub mod minilm;
 pub mod overlay;
@@ -26,10 +27,11 @@ pub mod tokenize;
 
 use std::path::Path;
 
-use anyhow::{Context, Result, bail, ensure};
+use crate::error::{OrFormat, ensure_format};
 
 use bf16::PackedBf16;
 use container::{Container, Dimensions, dequantize, dequantize_row};
+pub use error::{Error, Result};
 use int8::PackedInt8;
 pub use kernels::Kernel;
 use kernels::{Isa, Packed, Plain};
@@ -135,20 +137,20 @@ impl Encoder {
         tokenizer: &Path,
         kernel: Kernel,
     ) -> Result<Self> {
-        ensure!(
+        ensure_format!(
             kernel.is_supported(),
             "this CPU cannot run the {kernel} kernel"
         );
         let file = Container::read(weights)?;
         let dims = file.dimensions;
-        ensure!(
+        ensure_format!(
             dims.hidden == DIMENSION && dims.heads > 0 && dims.hidden.is_multiple_of(dims.heads),
             "unexpected model shape {dims:?}"
         );
         let (h, f) = (dims.hidden, dims.ffn);
         if let Some(overlay) = overlay {
             for name in overlay.names() {
-                ensure!(
+                ensure_format!(
                     name != "emb.word" && file.elements(name).is_ok(),
                     "overlay tensor {name} replaces nothing in the base weights"
                 );
@@ -213,7 +215,7 @@ impl Encoder {
             // Only token type 0 is ever used.
             token_type: vector("emb.type", file.elements("emb.type")?)?
                 .get(..h)
-                .context("emb.type is shorter than one row")?
+                .or_format(|| "emb.type is shorter than one row".into())?
                 .to_vec(),
             embedding_norm: norm("emb.ln")?,
             layers,
@@ -243,14 +245,17 @@ impl Encoder {
 
     /// The embedding of a token sequence (with its `<s>` and `</s>`).
     pub fn embed_ids(&self, ids: &[u32]) -> Result<Vec<f32>> {
-        ensure!(
-            !ids.is_empty() && ids.len() <= self.max_tokens(),
-            "{} tokens: the model reads 1 to {}",
-            ids.len(),
-            self.max_tokens()
-        );
+        if ids.is_empty() || ids.len() > self.max_tokens() {
+            return Err(Error::Input(format!(
+                "{} tokens: the model reads 1 to {}",
+                ids.len(),
+                self.max_tokens()
+            )));
+        }
         if let Some(&id) = ids.iter().find(|&&id| id as usize >= self.dims.vocab) {
-            bail!("token id {id} outside the vocabulary");
+            return Err(Error::Input(format!(
+                "token id {id} outside the vocabulary"
+            )));
         }
         // SAFETY: `load_for` refuses kernels whose instructions the CPU lacks.
         let hidden = unsafe {

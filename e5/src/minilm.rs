@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result, ensure};
+use crate::error::{OrFormat, Result, ensure_format};
 use safetensors::{Dtype, SafeTensors};
 
 use crate::{
@@ -18,22 +18,21 @@ pub const MODEL_NAME: &str = "all-MiniLM-L6-v2";
 
 /// Loads the model in `dir` for `kernel`; refused if this CPU lacks its instructions.
 pub fn load_for(dir: &Path, kernel: Kernel) -> Result<Encoder> {
-    ensure!(
+    ensure_format!(
         kernel.is_supported(),
         "this CPU cannot run the {kernel} kernel"
     );
     let json = |name: &str| -> Result<serde_json::Value> {
         let path = dir.join(name);
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
-        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+        let text = std::fs::read_to_string(&path).map_err(crate::Error::io(&path))?;
+        serde_json::from_str(&text).or_format(|| format!("parsing {}", path.display()))
     };
     let config = json("config.json")?;
     let number = |key: &str| -> Result<usize> {
         config[key]
             .as_u64()
             .map(|n| n as usize)
-            .with_context(|| format!("config.json has no {key}"))
+            .or_format(|| format!("config.json has no {key}"))
     };
     let dims = Dimensions {
         hidden: number("hidden_size")?,
@@ -45,11 +44,11 @@ pub fn load_for(dir: &Path, kernel: Kernel) -> Result<Encoder> {
         type_vocab: number("type_vocab_size")?,
         layer_norm_eps: config["layer_norm_eps"].as_f64().unwrap_or(1e-12) as f32,
     };
-    ensure!(
+    ensure_format!(
         dims.hidden == DIMENSION && dims.heads > 0 && dims.hidden.is_multiple_of(dims.heads),
         "unexpected model shape {dims:?}"
     );
-    ensure!(
+    ensure_format!(
         config["hidden_act"].as_str() == Some("gelu"),
         "only GELU models are supported"
     );
@@ -59,20 +58,20 @@ pub fn load_for(dir: &Path, kernel: Kernel) -> Result<Encoder> {
         .min(dims.max_positions);
 
     let path = dir.join("model.safetensors");
-    let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    let bytes = std::fs::read(&path).map_err(crate::Error::io(&path))?;
     let file =
-        SafeTensors::deserialize(&bytes).with_context(|| format!("parsing {}", path.display()))?;
+        SafeTensors::deserialize(&bytes).or_format(|| format!("parsing {}", path.display()))?;
     let tensor = |name: &str, len: usize| -> Result<Vec<f32>> {
         let view = file
             .tensor(name)
-            .with_context(|| format!("{name} is missing"))?;
-        ensure!(view.dtype() == Dtype::F32, "{name} is not f32");
+            .or_format(|| format!("{name} is missing"))?;
+        ensure_format!(view.dtype() == Dtype::F32, "{name} is not f32");
         let values: Vec<f32> = view
             .data()
             .chunks_exact(4)
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .collect();
-        ensure!(
+        ensure_format!(
             values.len() == len,
             "{name} has {} numbers, not {len}",
             values.len()

@@ -7,7 +7,7 @@
 
 use std::{collections::HashMap, path::Path};
 
-use anyhow::{Context, Result, bail, ensure};
+use crate::error::{OrFormat, Result, bail_format, ensure_format};
 use safetensors::{Dtype, SafeTensors};
 
 pub struct Overlay {
@@ -17,14 +17,15 @@ pub struct Overlay {
 
 impl Overlay {
     pub fn read(path: &Path) -> Result<Self> {
-        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-        Self::parse(&bytes).with_context(|| format!("reading {}", path.display()))
+        let bytes = std::fs::read(path).map_err(crate::Error::io(path))?;
+        Self::parse(&bytes).or_format(|| format!("reading {}", path.display()))
     }
 
     pub fn parse(bytes: &[u8]) -> Result<Self> {
-        let (_, header) = SafeTensors::read_metadata(bytes)?;
+        let (_, header) = SafeTensors::read_metadata(bytes)
+            .or_format(|| "reading the overlay's header".into())?;
         let metadata = header.metadata().clone().unwrap_or_default();
-        let file = SafeTensors::deserialize(bytes)?;
+        let file = SafeTensors::deserialize(bytes).or_format(|| "reading the overlay".into())?;
         let mut tensors = HashMap::new();
         for (name, view) in file.tensors() {
             if name.ends_with(".s") {
@@ -38,13 +39,13 @@ impl Overlay {
                     .collect(),
                 Dtype::I8 => {
                     let shape = view.shape();
-                    ensure!(shape.len() == 2, "{name}: an int8 tensor must be a matrix");
+                    ensure_format!(shape.len() == 2, "{name}: an int8 tensor must be a matrix");
                     let (rows, cols) = (shape[0], shape[1]);
                     let scale_name = format!("{}.s", name.trim_end_matches(".w"));
                     let scales = file
                         .tensor(&scale_name)
-                        .with_context(|| format!("{name} has no row scales {scale_name}"))?;
-                    ensure!(
+                        .or_format(|| format!("{name} has no row scales {scale_name}"))?;
+                    ensure_format!(
                         scales.dtype() == Dtype::F32 && scales.shape() == [rows],
                         "{scale_name}: expected {rows} f32 scales"
                     );
@@ -59,7 +60,7 @@ impl Overlay {
                         .flat_map(|(row, &scale)| row.iter().map(move |&q| q as i8 as f32 * scale))
                         .collect()
                 }
-                other => bail!("{name}: unsupported dtype {other:?}"),
+                other => bail_format!("{name}: unsupported dtype {other:?}"),
             };
             tensors.insert(name, values);
         }
@@ -72,7 +73,7 @@ impl Overlay {
         match self.tensors.get(name) {
             None => Ok(None),
             Some(values) => {
-                ensure!(
+                ensure_format!(
                     values.len() == elements,
                     "overlay tensor {name} has {} values, the model's has {elements}",
                     values.len()

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use anyhow::{Result, anyhow, ensure};
+use crate::error::{Error, Result};
 use tokenizers::Tokenizer;
 
 /// Which prefix the model expects.
@@ -24,14 +24,14 @@ pub struct E5Tokenizer {
 impl E5Tokenizer {
     /// Loads `tokenizer.json`; no input is ever longer than `max_tokens` (the model's positions).
     pub fn load(path: &Path, max_tokens: usize) -> Result<Self> {
-        let mut inner =
-            Tokenizer::from_file(path).map_err(|e| anyhow!("loading {}: {e}", path.display()))?;
+        let mut inner = Tokenizer::from_file(path)
+            .map_err(|e| Error::Tokenizer(format!("loading {}: {e}", path.display())))?;
         inner
             .with_truncation(Some(tokenizers::TruncationParams {
                 max_length: max_tokens,
                 ..Default::default()
             }))
-            .map_err(|e| anyhow!("tokenizer truncation: {e}"))?;
+            .map_err(|e| Error::Tokenizer(format!("truncation: {e}")))?;
         inner.with_padding(None);
         Ok(Self {
             inner,
@@ -63,13 +63,11 @@ impl E5Tokenizer {
         let encoding = self
             .inner
             .encode(prefixed, true)
-            .map_err(|e| anyhow!("tokenizing: {e}"))?;
+            .map_err(|e| Error::Tokenizer(format!("tokenizing: {e}")))?;
         let mut ids = encoding.get_ids().to_vec();
-        ensure!(
-            ids.len() >= 2 && ids.len() <= self.max_tokens,
-            "bad token count {}",
-            ids.len()
-        );
+        if ids.len() < 2 || ids.len() > self.max_tokens {
+            return Err(Error::Tokenizer(format!("bad token count {}", ids.len())));
+        }
         let max_tokens = max_tokens.clamp(2, self.max_tokens);
         if ids.len() > max_tokens {
             let end = ids[ids.len() - 1];

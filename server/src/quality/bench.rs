@@ -304,7 +304,7 @@ async fn document_embedding(config: &Config, pool: &PgPool, sample: usize) -> Re
         Ok(texts.len() as f64 / began.elapsed().as_secs_f64())
     };
     let cut = embedder::LOCAL_PASSAGE_TOKENS;
-    let served_rate = rate(&|text| served.embed(text, Kind::Passage, cut))?;
+    let served_rate = rate(&|text| served.embed(text, Kind::Passage, cut).map_err(Into::into))?;
     let baseline_rate = rate(&|text| baseline.embed(text, Kind::Passage, cut))?;
     println!(
         "\ndocument embedding ({} documents, {workers} workers, cut at {cut} tokens): \

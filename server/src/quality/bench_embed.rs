@@ -113,7 +113,7 @@ fn run_blocking(config: &Config, args: &EmbedBenchArgs) -> Result<()> {
     let baseline_docs = &documents[..args.baseline_documents.min(documents.len())];
     let embed_served = |cut: usize| {
         let served = served.clone();
-        move |text: &str| served.embed(text, Kind::Passage, cut)
+        move |text: &str| served.embed(text, Kind::Passage, cut).map_err(Into::into)
     };
     let (docs_per_s, vectors) =
         throughput(served_docs, workers, embed_served(LOCAL_PASSAGE_TOKENS))?;
@@ -167,7 +167,9 @@ fn query_latencies(
         Ok(times)
     };
     let query = percentiles(&times(&|q| {
-        served.embed(q, Kind::Query, served.max_tokens())
+        served
+            .embed(q, Kind::Query, served.max_tokens())
+            .map_err(Into::into)
     })?);
     let baseline_query = percentiles(&times(&|q| baseline.embed(q, Kind::Query, 512))?);
     let mut agreement = f64::INFINITY;

@@ -63,7 +63,7 @@ pub fn trained_overlay() -> Result<Overlay> {
         digest == TRAINED_OVERLAY_SHA256,
         "the trained layers of {TRAINED_MODEL_NAME} do not match their pinned SHA-256 ({digest})"
     );
-    Overlay::parse(TRAINED_OVERLAY)
+    Ok(Overlay::parse(TRAINED_OVERLAY)?)
 }
 
 /// The local models by name: the base, or the base with the trained layers over it.

@@ -181,7 +181,9 @@ impl Embedder for LocalEmbedder {
         let workers = self.workers.min(texts.len()).max(1);
         tokio::task::spawn_blocking(move || {
             in_parallel(&texts, workers, |text| {
-                model.embed(text, Kind::Passage, LOCAL_PASSAGE_TOKENS)
+                model
+                    .embed(text, Kind::Passage, LOCAL_PASSAGE_TOKENS)
+                    .map_err(Into::into)
             })
         })
         .await

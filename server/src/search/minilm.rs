@@ -38,5 +38,8 @@ pub fn ensure_files(cache_dir: &Path) -> Result<PathBuf> {
 /// `None`, the widest kernel this CPU runs.
 pub fn load(cache_dir: &Path, kernel: Option<Kernel>) -> Result<Encoder> {
     let dir = ensure_files(cache_dir)?;
-    e5::minilm::load_for(&dir, kernel.unwrap_or_else(Kernel::detect))
+    Ok(e5::minilm::load_for(
+        &dir,
+        kernel.unwrap_or_else(Kernel::detect),
+    )?)
 }
