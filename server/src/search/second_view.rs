@@ -5,9 +5,11 @@
 //! Why a second model rather than a better first: USE-m v3 is a different kind of encoder (a
 //! CNN over n-grams, trained on translation and question-answer pairs, not a transformer
 //! trained on web pairs), so it is wrong in different places. Alone it is weaker than e5 on
-//! the dev set, but its top 50 holds answers neither of the other branches reach (measured:
-//! docs/measurements.md, "A second view"). It costs about a millisecond per query and a few
-//! minutes per catalog, so it runs beside e5 rather than in its place.
+//! the dev set, but its top 50 holds answers neither of the other branches reach, and fused as
+//! a third list it lifts hit@5 on the sets written without seeing the pipeline (measured:
+//! docs/measurements.md, "A second view"). Its query embedding costs about a millisecond and
+//! the whole catalog's vectors 207 s, but its two HNSW walks in PostgreSQL add 36–43 ms to a
+//! page's p50 on two cores, so it is off by default (`--second-view`).
 //!
 //! Its vectors live in the same tables as every model's (`model = 'usem3'`), made from the
 //! documents and passages built for the primary model (their text does not depend on the model
