@@ -158,20 +158,12 @@ impl Embedder for LocalEmbedder {
     }
 
     async fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
-        let permit = self
-            .running
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|e| EmbedError::Local(e.to_string()))?;
         let model = self.model.clone();
         let text = text.to_string();
-        tokio::task::spawn_blocking(move || {
-            let _running = permit;
+        on_a_permit(&self.running, move || {
             model.embed(&text, Kind::Query, model.max_tokens())
         })
-        .await
-        .map_err(|e| EmbedError::Local(e.to_string()))?
+        .await?
         .map_err(|e| EmbedError::Local(format!("{e:#}")))
     }
 
@@ -190,6 +182,26 @@ impl Embedder for LocalEmbedder {
         .map_err(|e| EmbedError::Local(e.to_string()))?
         .map_err(|e| EmbedError::Local(format!("{e:#}")))
     }
+}
+
+/// Runs `inference` on a blocking thread once one of `running`'s permits is free. The permit
+/// stays with the thread until the inference ends, even when the caller stops waiting (its
+/// budget ran out): abandoned work never runs on more threads than there are permits.
+pub(super) async fn on_a_permit<T: Send + 'static>(
+    running: &Arc<tokio::sync::Semaphore>,
+    inference: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, EmbedError> {
+    let permit = running
+        .clone()
+        .acquire_owned()
+        .await
+        .map_err(|e| EmbedError::Local(e.to_string()))?;
+    tokio::task::spawn_blocking(move || {
+        let _running = permit;
+        inference()
+    })
+    .await
+    .map_err(|e| EmbedError::Local(e.to_string()))
 }
 
 /// Splits `texts` over `workers` threads, each taking the next text when it is free (documents

@@ -22,7 +22,7 @@ use std::{
 
 use anyhow::Result;
 
-use super::embedder::{EmbedError, Embedder};
+use super::embedder::{EmbedError, Embedder, on_a_permit};
 use crate::pypi::{self, PinnedWheel};
 
 /// The name its vectors are stored under.
@@ -77,8 +77,7 @@ pub fn from_config(config: &crate::config::Config) -> Result<Option<Arc<dyn Embe
 }
 
 /// USE-m v3 in this process, behind the same trait as the primary embedder. Like
-/// [`super::embedder::LocalEmbedder`], one query per core at a time: an inference a caller gave
-/// up on keeps its permit until it ends, so abandoned work never piles up.
+/// [`super::embedder::LocalEmbedder`], one query per core at a time ([`on_a_permit`]).
 pub struct SecondView {
     encoder: Arc<usem3::Encoder>,
     running: Arc<tokio::sync::Semaphore>,
@@ -113,22 +112,12 @@ impl Embedder for SecondView {
     }
 
     async fn embed_query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
-        let permit = self
-            .running
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|e| EmbedError::Local(e.to_string()))?;
         let encoder = self.encoder.clone();
         let text = text.to_string();
-        tokio::task::spawn_blocking(move || {
-            let _running = permit;
-            // One text is one batch: the encoder runs it on this thread alone.
-            encoder.encode(&[&text]).pop()
-        })
-        .await
-        .map_err(|e| EmbedError::Local(e.to_string()))?
-        .ok_or_else(|| EmbedError::Local("no vector for the query".into()))
+        // One text is one batch: the encoder runs it on this thread alone.
+        on_a_permit(&self.running, move || encoder.encode(&[&text]).pop())
+            .await?
+            .ok_or_else(|| EmbedError::Local("no vector for the query".into()))
     }
 
     async fn embed_passages(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
