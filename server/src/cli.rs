@@ -346,10 +346,13 @@ async fn eval(config: &Config, args: EvalArgs) -> Result<()> {
     if let Some(view) = &second_view {
         println!("{}", embed_documents(config, &pool, view.as_ref()).await?);
     }
-    let engine = SearchEngine::new(pool, embedder::from_config(config)?)
+    let mut engine = SearchEngine::new(pool, embedder::from_config(config)?)
         .with_second_view(second_view)
         .with_translator(config.translator())
         .with_thesaurus(config.thesaurus());
+    if config.vectors_in_memory {
+        engine = engine.holding_vectors_in_memory().await?;
+    }
     let sets = eval_sets(&args.cases)?;
     anyhow::ensure!(
         args.floors.len() <= sets.len(),

@@ -70,6 +70,10 @@ impl Application {
             engine = engine
                 .with_read_replica(db::with_statement_timeout(&replica, statement_timeout).await?);
         }
+        // After the replica: the vectors are read where searches read.
+        if config.vectors_in_memory {
+            engine = engine.holding_vectors_in_memory().await?;
+        }
         Self::build_with(config, pool, engine).await
     }
 

@@ -17,6 +17,7 @@ pub mod e5;
 pub mod embedder;
 pub mod filters;
 pub mod fusion;
+pub mod in_memory;
 pub mod lexical;
 pub mod minilm;
 pub mod parts;
@@ -62,6 +63,8 @@ pub enum SearchError {
     Database(#[from] sqlx::Error),
     #[error(transparent)]
     Vector(#[from] vector::VectorError),
+    #[error(transparent)]
+    InMemory(#[from] in_memory::InMemoryError),
     /// The search (or its bookkeeping) did not finish within its deadline: most likely a
     /// stalled database; worth a 503 and a retry.
     #[error("the search did not finish within {0:?}")]
@@ -73,7 +76,8 @@ impl SearchError {
     pub fn is_unavailable(&self) -> bool {
         match self {
             SearchError::Database(error)
-            | SearchError::Vector(vector::VectorError::Database(error)) => {
+            | SearchError::Vector(vector::VectorError::Database(error))
+            | SearchError::InMemory(in_memory::InMemoryError::Database(error)) => {
                 crate::db::is_unavailable(error)
             }
             SearchError::TimedOut(_) => true,
@@ -207,6 +211,9 @@ pub struct SearchEngine {
     embedder: Arc<dyn Embedder>,
     /// A second dense list beside the primary embedder's ([`second_view`]); `None`: two lists.
     second_view: Option<Arc<dyn Embedder>>,
+    /// Models whose vectors are searched in this process rather than by PostgreSQL's HNSW
+    /// indexes ([`in_memory`]).
+    in_memory: Vec<Arc<in_memory::VectorsInMemory>>,
     /// Reads Spanish queries in English too; `None`: queries are searched as typed.
     translator: Option<Arc<translate::Translator>>,
     /// English synonyms for the lexical branch; `None`: words match only themselves.
@@ -261,6 +268,7 @@ impl SearchEngine {
             pool,
             embedder,
             second_view: None,
+            in_memory: Vec::new(),
             translator: None,
             thesaurus: None,
             reranker: Arc::new(rerank::LocalReranker::default()),
@@ -283,6 +291,57 @@ impl SearchEngine {
     /// `view` adds its own nearest neighbours as a third list to the fusion ([`second_view`]).
     pub fn with_second_view(mut self, view: Option<Arc<dyn Embedder>>) -> Self {
         self.second_view = view;
+        self
+    }
+
+    /// This engine with two lists: the primary's and the lexical.
+    pub fn without_second_view(mut self) -> Self {
+        if let Some(view) = self.second_view.take() {
+            self.in_memory.retain(|held| held.model() != view.model());
+        }
+        self
+    }
+
+    /// Reads the vectors of every model this engine searches (the primary's, the second
+    /// view's) into memory and searches them there ([`in_memory`]) from now on.
+    pub async fn holding_vectors_in_memory(mut self) -> Result<Self, SearchError> {
+        let models: Vec<(String, usize)> = std::iter::once(&self.embedder)
+            .chain(&self.second_view)
+            .map(|embedder| (embedder.model().to_string(), embedder.dimension()))
+            .collect();
+        for (model, dimension) in models {
+            let vectors = in_memory::VectorsInMemory::load(&self.reads, &model, dimension).await?;
+            self = self.with_vectors_in_memory(Arc::new(vectors));
+        }
+        Ok(self)
+    }
+
+    /// Whether any model's vectors are searched in memory.
+    pub fn holds_vectors_in_memory(&self) -> bool {
+        !self.in_memory.is_empty()
+    }
+
+    /// This engine searching every model through PostgreSQL's HNSW indexes.
+    pub fn without_vectors_in_memory(mut self) -> Self {
+        self.in_memory.clear();
+        self
+    }
+
+    /// Whether every model's vectors held in memory are of catalog version `version` or
+    /// newer, each brought up to it when it may be ([`in_memory::VectorsInMemory::catch_up`]).
+    async fn vectors_caught_up(&self, version: i64) -> bool {
+        let mut current = true;
+        for vectors in &self.in_memory {
+            current &= vectors.catch_up(&self.reads, version).await;
+        }
+        current
+    }
+
+    /// Searches `vectors`' model in memory ([`in_memory`]) instead of through its HNSW indexes.
+    pub fn with_vectors_in_memory(mut self, vectors: Arc<in_memory::VectorsInMemory>) -> Self {
+        self.in_memory
+            .retain(|held| held.model() != vectors.model());
+        self.in_memory.push(vectors);
         self
     }
 
@@ -445,17 +504,30 @@ impl SearchEngine {
             (Ok(None), Ok(None)) => return unsearched(Ok((Vec::new(), None))),
         };
         let began = Instant::now();
-        let hits = vector::search(
-            &self.reads,
-            embedder.model(),
-            &vector,
-            filters,
-            BRANCH_LIMIT,
-        )
-        .instrument(tracing::info_span!("vector", model = embedder.model()))
-        .await;
+        let span = tracing::info_span!("vector", model = embedder.model());
+        let hits = match self
+            .in_memory
+            .iter()
+            .find(|v| v.model() == embedder.model())
+        {
+            Some(vectors) => vectors
+                .search(&self.reads, &vector, filters, BRANCH_LIMIT)
+                .instrument(span)
+                .await
+                .map_err(SearchError::from),
+            None => vector::search(
+                &self.reads,
+                embedder.model(),
+                &vector,
+                filters,
+                BRANCH_LIMIT,
+            )
+            .instrument(span)
+            .await
+            .map_err(SearchError::from),
+        };
         VectorBranch {
-            outcome: hits.map(|h| (h, Some(vector))).map_err(SearchError::from),
+            outcome: hits.map(|h| (h, Some(vector))),
             embed,
             search: began.elapsed(),
         }
@@ -577,14 +649,17 @@ impl SearchEngine {
             return Ok((results, times, true));
         }
         let version = cache::catalog_version(&self.reads).await?;
+        let vectors_current = self.vectors_caught_up(version).await;
         let (results, trace) = self.run_pipeline(query, filters, started).await?;
         crate::metrics::search_ran(
             &trace.times,
             results.semantic,
             results.ranking == Ranking::Fallback,
         );
-        // A degraded page is not kept: the next search should get the full pipeline again.
+        // A degraded page is not kept: the next search should get the full pipeline again. Nor
+        // is one searched in vectors older than the catalog version it would be kept under.
         let keep = self.caches
+            && vectors_current
             && results.semantic
             && results.ranking != Ranking::Fallback
             && !trace.retrieval.translation_failed;

@@ -207,7 +207,7 @@ fn scored(row: EvidenceRow) -> Option<VectorHit> {
 }
 
 /// [`VectorHit::score`] from its parts.
-fn score(document: f64, passage: f64, popularity: i32) -> f64 {
+pub(crate) fn score(document: f64, passage: f64, popularity: i32) -> f64 {
     document + PASSAGE_WEIGHT * passage + POPULARITY_WEIGHT * super::popularity_prior(popularity)
 }
 

@@ -131,9 +131,13 @@ pub async fn demo_engine(pool: &PgPool) -> SearchEngine {
         // 0 when this database already has them (a second app in one test).
         assert!([0, 257].contains(&report.missing), "{}", report.missing);
     }
+    // As `server serve` builds it: the vectors searched in memory.
     SearchEngine::new(pool.clone(), embedder)
         .with_translator(Some(translator()))
         .with_thesaurus(Some(thesaurus()))
+        .holding_vectors_in_memory()
+        .await
+        .unwrap()
 }
 
 /// A running app on an ephemeral port (the demo catalog behind it), for HTTP tests.

@@ -17,6 +17,7 @@ mod database;
 mod e5;
 mod embedded_postgres;
 mod http;
+mod in_memory;
 mod limits;
 mod mail;
 mod posters;

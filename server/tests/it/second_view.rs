@@ -111,10 +111,13 @@ async fn the_second_view_embeds_every_document_once_whatever_model_built_it(pool
 #[sqlx::test(migrations = "../migrations")]
 async fn the_second_views_list_is_fused_as_a_third(pool: PgPool) {
     let view = view();
-    let engine = demo_engine(&pool)
-        .await
-        .with_second_view(Some(view.clone()));
+    let engine = demo_engine(&pool).await;
     embed_missing(&pool, view.as_ref(), None, false)
+        .await
+        .unwrap();
+    let engine = engine
+        .with_second_view(Some(view.clone()))
+        .holding_vectors_in_memory()
         .await
         .unwrap();
     let retrieval = engine
