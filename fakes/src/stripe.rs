@@ -128,6 +128,7 @@ impl FakeStripe {
                 axum::routing::delete(cancel_subscription),
             )
             .route("/v1/subscriptions", get(list_subscriptions))
+            .route("/v1/customers/{id}", post(update_customer))
             .route("/checkout/{id}", get(checkout_page))
             .route("/checkout/{id}/pay", post(pay))
             .route("/portal/{id}", get(portal_page))
@@ -153,6 +154,18 @@ impl FakeStripe {
 
     pub fn requests(&self) -> Vec<ApiRequest> {
         self.shared.inner.lock().unwrap().requests.clone()
+    }
+
+    /// The address Stripe holds for `customer` (`None`: no such customer, or none given).
+    pub fn customer_email(&self, customer: &str) -> Option<String> {
+        self.shared
+            .inner
+            .lock()
+            .unwrap()
+            .customers
+            .get(customer)
+            .cloned()
+            .flatten()
     }
 
     /// Event types delivered so far, with the status the app answered.
@@ -503,6 +516,36 @@ async fn cancel_subscription(
         set_status(&delivering, &id, "canceled").await;
     });
     Json(object).into_response()
+}
+
+/// `POST /v1/customers/{id}` (form fields; only `email` is kept): the customer as Stripe
+/// answers, or Stripe's 404 for an unknown one.
+async fn update_customer(
+    State(shared): State<Arc<Shared>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    Form(form): Form<Vec<(String, String)>>,
+) -> Response {
+    if let Some(refusal) = refuse(&shared, &headers, &format!("/v1/customers/{id}"), &form) {
+        return refusal;
+    }
+    let mut inner = shared.inner.lock().unwrap();
+    let Some(email) = inner.customers.get_mut(&id) else {
+        return stripe_error(
+            StatusCode::NOT_FOUND,
+            "invalid_request_error",
+            Some("resource_missing"),
+            &format!("No such customer: '{id}'"),
+        );
+    };
+    if let Some(new) = field(&form, "email") {
+        *email = Some(new.to_string());
+    }
+    Json(json!({
+        "id": id, "object": "customer", "email": email.clone(), "livemode": false,
+        "created": events::now(),
+    }))
+    .into_response()
 }
 
 /// `GET /v1/subscriptions?customer=…&status=all&limit=…`: the customer's subscriptions, as

@@ -637,7 +637,7 @@ pub async fn confirm_email_change(
         return Ok(EmailChange::Invalid);
     };
     let user: Option<User> = sqlx::query_as(
-        "UPDATE users SET email = $2 WHERE id = $1
+        "UPDATE users SET email = $2, stripe_email_stale = true WHERE id = $1
             AND NOT EXISTS (SELECT 1 FROM users WHERE mailbox = mailbox_of($2) AND id <> $1)
          RETURNING id, email, plan",
     )

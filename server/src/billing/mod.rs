@@ -223,6 +223,61 @@ impl Billing {
     }
 }
 
+/// Stripe's answer to a customer update: only its id is read.
+#[derive(miniserde::Deserialize)]
+struct UpdatedCustomer {
+    id: String,
+}
+
+#[derive(serde::Serialize)]
+struct CustomerEmail<'a> {
+    email: &'a str,
+}
+
+impl Billing {
+    /// Gives every Stripe customer of `user_id` ([`customers`]) the user's address, when it
+    /// changed since they last got it (`users.stripe_email_stale`), and clears the mark; how
+    /// many customers were updated. A request through the real client's request builder: the
+    /// generated customer API is a crate of its own, heavy to compile for one call.
+    pub async fn sync_customer_email(
+        &self,
+        pool: &PgPool,
+        user_id: i64,
+    ) -> Result<usize, BillingError> {
+        let email: Option<String> =
+            sqlx::query_scalar("SELECT email FROM users WHERE id = $1 AND stripe_email_stale")
+                .bind(user_id)
+                .fetch_optional(pool)
+                .await?;
+        let Some(email) = email else {
+            return Ok(0);
+        };
+        let customers = customers(pool, user_id).await?;
+        for customer in &customers {
+            let updated: UpdatedCustomer = stripe_client_core::RequestBuilder::new(
+                stripe_client_core::StripeMethod::Post,
+                format!("/customers/{customer}"),
+            )
+            .form(&CustomerEmail { email: &email })
+            .customize()
+            .send(&self.client)
+            .await?;
+            tracing::info!(
+                user = user_id,
+                customer = updated.id,
+                "Stripe customer's address updated"
+            );
+        }
+        // Only if the address is still the one sent (another change may have come meanwhile).
+        sqlx::query("UPDATE users SET stripe_email_stale = false WHERE id = $1 AND email = $2")
+            .bind(user_id)
+            .bind(&email)
+            .execute(pool)
+            .await?;
+        Ok(customers.len())
+    }
+}
+
 impl Billing {
     /// Cancels, at once, every subscription of `user` that can still charge them (deleting
     /// an account). Stripe's answer is recorded as the subscription's state; the webhook that

@@ -2,7 +2,8 @@
 //! three days of failures (the app down, the endpoint misconfigured). A cancellation missed that
 //! way would keep Premium forever, and a missed payment would withhold it. So now and then
 //! ([`spawn`]) every customer with something live here, and every Premium user's, is read back
-//! from Stripe through the API, and what Stripe says is recorded as the newest state.
+//! from Stripe through the API, and what Stripe says is recorded as the newest state. A pass
+//! also gives Stripe the addresses it missed when users changed theirs.
 
 use std::time::Duration;
 
@@ -18,6 +19,8 @@ pub struct Reconciled {
     pub customers: usize,
     /// Subscriptions whose status here differed from Stripe's (now corrected).
     pub corrected: usize,
+    /// Customers given an address Stripe did not get when the user changed it.
+    pub addresses: usize,
 }
 
 impl Billing {
@@ -36,6 +39,19 @@ impl Billing {
         .fetch_all(pool)
         .await?;
         let mut pass = Reconciled::default();
+        let stale: Vec<i64> =
+            sqlx::query_scalar("SELECT id FROM users WHERE stripe_email_stale ORDER BY id")
+                .fetch_all(pool)
+                .await?;
+        for user in stale {
+            match self.sync_customer_email(pool, user).await {
+                Ok(updated) => pass.addresses += updated,
+                Err(BillingError::Stripe(error)) => {
+                    tracing::warn!(%error, user, "giving Stripe a user's new address failed");
+                }
+                Err(error) => return Err(error),
+            }
+        }
         for customer in &customers {
             match self.reconcile_customer(pool, customer).await {
                 Ok(corrected) => {
@@ -114,6 +130,7 @@ pub fn spawn(pool: PgPool, billing: Billing, every: Duration) {
                 Ok(pass) => tracing::info!(
                     customers = pass.customers,
                     corrected = pass.corrected,
+                    addresses = pass.addresses,
                     "reconciled with Stripe"
                 ),
                 Err(error) => tracing::warn!(%error, "reconciling with Stripe failed"),

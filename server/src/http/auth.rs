@@ -378,7 +378,16 @@ pub async fn confirm_email(
     )
     .await?
     {
-        EmailChange::Done(_) => Ok(Redirect::to("/account?notice=email-changed")),
+        EmailChange::Done(user) => {
+            // Stripe's customers get the new address too (receipts go there); when Stripe
+            // fails, the change stands and the next reconciliation tries again.
+            if let Some(billing) = &state.billing
+                && let Err(error) = billing.sync_customer_email(&state.pool, user.id).await
+            {
+                tracing::warn!(%error, user = user.id, "Stripe keeps the old address until the next reconciliation");
+            }
+            Ok(Redirect::to("/account?notice=email-changed"))
+        }
         EmailChange::Taken => Ok(back_to("/account", "registered")),
         EmailChange::Invalid => Ok(back_to("/account", "link")),
         EmailChange::Throttled(minutes) => {

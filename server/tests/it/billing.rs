@@ -933,3 +933,92 @@ async fn reconciling_finds_a_cancellation_whose_webhook_never_came(pool: PgPool)
     // A second pass finds nothing more to correct.
     assert_eq!(billing.reconcile(&pool).await.unwrap().corrected, 0);
 }
+
+/// Changes the signed-in user's address to `new` through the account page and its mailed link;
+/// where the confirmation sends the browser.
+async fn change_address(shop: &Shop, pool: &PgPool, new: &str) -> String {
+    let csrf = shop.browser.csrf().await;
+    let asked = shop
+        .browser
+        .post(
+            "/account/email",
+            &[("email", new), ("password", PASSWORD), ("csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(location(&asked), "/account?notice=email-link-sent");
+    let body = &mail::latest_for(pool, new, 1).await.unwrap()[0].body;
+    let start = body.find("token=").expect("a link") + "token=".len();
+    let token = body[start..].split_whitespace().next().unwrap();
+    location(
+        &shop
+            .browser
+            .post(
+                "/account/email/confirm",
+                &[("token", token), ("csrf", &csrf)],
+            )
+            .await,
+    )
+}
+
+async fn stale(pool: &PgPool, user_id: i64) -> bool {
+    sqlx::query_scalar("SELECT stripe_email_stale FROM users WHERE id = $1")
+        .bind(user_id)
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+/// A new address reaches the user's Stripe customer with the change (receipts go there); when
+/// Stripe fails then, the change stands and the next reconciliation delivers it.
+#[sqlx::test(migrations = "../migrations")]
+async fn a_changed_address_reaches_the_stripe_customer(pool: PgPool) {
+    let shop = shop(&pool).await;
+    let session = go_premium(&shop).await;
+    let (customer, _) = shop.fake.complete_checkout(&session).await.unwrap();
+    assert_eq!(
+        shop.fake.customer_email(&customer).as_deref(),
+        Some("pay@example.com")
+    );
+
+    assert_eq!(
+        change_address(&shop, &pool, "paid@example.com").await,
+        "/account?notice=email-changed"
+    );
+    assert_eq!(
+        shop.fake.customer_email(&customer).as_deref(),
+        Some("paid@example.com")
+    );
+    assert!(!stale(&pool, shop.user_id).await);
+    let update = shop.fake.requests().pop().unwrap();
+    assert_eq!(update.path, format!("/v1/customers/{customer}"));
+
+    shop.fake.set_behaviour(ApiBehaviour::Status(500));
+    assert_eq!(
+        change_address(&shop, &pool, "later@example.com").await,
+        "/account?notice=email-changed",
+        "Stripe failing does not undo the change"
+    );
+    assert_eq!(
+        shop.fake.customer_email(&customer).as_deref(),
+        Some("paid@example.com")
+    );
+    assert!(stale(&pool, shop.user_id).await);
+    shop.fake.set_behaviour(ApiBehaviour::Normal);
+    let billing = Billing::new(
+        &BillingConfig {
+            secret_key: "sk_test_123".to_string().into(),
+            price_id: PRICE.into(),
+            webhook_secret: SECRET.to_string().into(),
+            api_base: Some(shop.fake.base_url()),
+        },
+        &shop.app.url(""),
+    )
+    .unwrap();
+    assert_eq!(billing.reconcile(&pool).await.unwrap().addresses, 1);
+    assert_eq!(
+        shop.fake.customer_email(&customer).as_deref(),
+        Some("later@example.com")
+    );
+    assert!(!stale(&pool, shop.user_id).await);
+    assert_eq!(billing.reconcile(&pool).await.unwrap().addresses, 0);
+}
