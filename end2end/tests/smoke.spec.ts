@@ -76,3 +76,27 @@ test('unknown pages answer 404 with a way back', async ({ page }) => {
   await expect(page.getByRole('heading', { name: 'Page not found' })).toBeVisible();
   await expect(page.getByRole('link', { name: '← Search' })).toHaveAttribute('href', '/');
 });
+
+// The brief's example as each interface invites a newcomer to type it: the search box's own
+// placeholder, read from the page, finds Mushishi in the first three (demo catalog, the
+// default configuration: both embedders).
+for (const locale of ['en-US', 'es-ES']) {
+  test.describe(`the placeholder (${locale})`, () => {
+    test.use({ locale });
+    test('finds Mushishi in the top 3', async ({ page }) => {
+      await page.goto('/');
+      await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+      const search = page.locator('input[name="q"]');
+      const placeholder = (await search.getAttribute('placeholder')) ?? '';
+      // Each interface's own wording, not the same one twice.
+      expect(placeholder).toMatch(locale === 'es-ES' ? /tranquilo/ : /quiet story/);
+      await search.fill(placeholder);
+      await search.press('Enter');
+      await expect(page).toHaveURL(/\?q=/);
+      const titles = page.locator('li.hit h3 a');
+      await expect(titles.first()).toBeVisible();
+      const firstThree = (await titles.allTextContents()).slice(0, 3);
+      expect(firstThree.some((title) => /^Mushishi/.test(title.trim())), `${placeholder}: ${firstThree.join(' | ')}`).toBe(true);
+    });
+  });
+}
