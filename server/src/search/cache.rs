@@ -57,9 +57,14 @@ pub fn pipeline_fingerprint(
     reranker: &str,
     translator: &str,
     synonyms: bool,
+    in_memory: &str,
 ) -> String {
-    // The vector branch's SQL and weights too: a change there changes pages.
-    let mut vector = super::vector::fingerprint(embedding_model);
+    // The vector branch's SQL and weights too, and where it runs (the scan in memory is
+    // exact, the walks approximate): a change there changes pages.
+    let mut vector = format!(
+        "{}|memory:{in_memory}",
+        super::vector::fingerprint(embedding_model)
+    );
     if let Some(view) = second_view {
         vector = format!("{vector}|second:{}", super::vector::fingerprint(view));
     }

@@ -39,6 +39,14 @@ const RESCORE_MARGIN: f64 = 0.03;
 /// margin.
 const RESCORE_MOST: usize = 3;
 
+/// Which models `held` searches in memory, and how (part of the results cache's pipeline
+/// fingerprint: the exact list and the HNSW walks' may differ).
+pub fn fingerprint(held: &[Arc<VectorsInMemory>]) -> String {
+    let mut models: Vec<&str> = held.iter().map(|vectors| vectors.model()).collect();
+    models.sort_unstable();
+    format!("{}|{RESCORE_MARGIN}|{RESCORE_MOST}", models.join(","))
+}
+
 /// The shortest time between two reloads for searches ([`VectorsInMemory::catch_up`]): the
 /// catalog's vectors take about half a second to read.
 pub const RELOAD_GAP: Duration = Duration::from_secs(30);

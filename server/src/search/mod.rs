@@ -753,6 +753,7 @@ impl SearchEngine {
             &self.reranker.name(),
             &translator,
             self.thesaurus.is_some(),
+            &in_memory::fingerprint(&self.in_memory),
         )
     }
 

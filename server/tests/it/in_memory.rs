@@ -197,3 +197,24 @@ async fn a_search_catches_the_vectors_up_or_does_not_keep_its_page(pool: PgPool)
     let retrieval = engine.retrieve(query, &Filters::default()).await.unwrap();
     assert!(retrieval.vector.iter().all(|hit| hit.anime_id != best));
 }
+
+/// Where the vectors are searched is part of the results cache's key: a page kept by the scan
+/// in memory is not served to an engine walking PostgreSQL's indexes, whose list may differ.
+#[sqlx::test(migrations = "../migrations")]
+async fn the_results_cache_tells_the_scan_from_the_walks(pool: PgPool) {
+    let engine = demo_engine(&pool).await;
+    let query = QUERIES[3];
+    let (_, kept) = engine
+        .search_kept(query, &Filters::default())
+        .await
+        .unwrap();
+    assert!(kept);
+    let (again, _) = engine
+        .search_kept(query, &Filters::default())
+        .await
+        .unwrap();
+    assert!(again.cached);
+    let walks = engine.without_vectors_in_memory();
+    let (page, _) = walks.search_kept(query, &Filters::default()).await.unwrap();
+    assert!(!page.cached);
+}
