@@ -272,11 +272,7 @@ impl VectorsInMemory {
                 ),
             });
         }
-        hits.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then(a.anime_id.cmp(&b.anime_id))
-        });
+        hits.sort_by(VectorHit::best_first);
         hits.truncate(limit);
         Ok(hits)
     }

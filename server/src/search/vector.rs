@@ -148,6 +148,15 @@ pub struct VectorHit {
     pub score: f64,
 }
 
+impl VectorHit {
+    /// The branch's order: best score first, ties by id (both ways of searching use it).
+    pub fn best_first(a: &Self, b: &Self) -> std::cmp::Ordering {
+        b.score
+            .total_cmp(&a.score)
+            .then(a.anime_id.cmp(&b.anime_id))
+    }
+}
+
 /// One anime's evidence as [`evidence_sql`] and the two walks read it.
 #[derive(sqlx::FromRow)]
 struct EvidenceRow {
@@ -303,11 +312,7 @@ pub async fn search(
             .filter(|row| row.passage.is_some())
             .filter_map(scored),
     );
-    hits.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then(a.anime_id.cmp(&b.anime_id))
-    });
+    hits.sort_by(VectorHit::best_first);
     hits.truncate(limit);
     Ok(hits)
 }

@@ -64,6 +64,20 @@ async fn shop(pool: &PgPool) -> Shop {
     }
 }
 
+/// The app's billing service as the shop's app has it, for calls the tests make themselves.
+fn billing(shop: &Shop) -> Billing {
+    Billing::new(
+        &BillingConfig {
+            secret_key: "sk_test_123".to_string().into(),
+            price_id: PRICE.into(),
+            webhook_secret: SECRET.to_string().into(),
+            api_base: Some(shop.fake.base_url()),
+        },
+        &shop.app.url(""),
+    )
+    .unwrap()
+}
+
 async fn plan(pool: &PgPool, user_id: i64) -> String {
     sqlx::query_scalar("SELECT plan FROM users WHERE id = $1")
         .bind(user_id)
@@ -909,16 +923,7 @@ async fn reconciling_finds_a_cancellation_whose_webhook_never_came(pool: PgPool)
             .set_subscription_status_silently(&subscription, "canceled")
     );
     assert_eq!(plan(&pool, shop.user_id).await, "premium", "no webhook");
-    let billing = Billing::new(
-        &BillingConfig {
-            secret_key: "sk_test_123".to_string().into(),
-            price_id: PRICE.into(),
-            webhook_secret: SECRET.to_string().into(),
-            api_base: Some(shop.fake.base_url()),
-        },
-        &shop.app.url(""),
-    )
-    .unwrap();
+    let billing = billing(&shop);
     shop.fake.set_behaviour(ApiBehaviour::Status(500));
     let failed = billing.reconcile(&pool).await.unwrap();
     assert_eq!(failed.customers, 0);
@@ -1004,16 +1009,7 @@ async fn a_changed_address_reaches_the_stripe_customer(pool: PgPool) {
     );
     assert!(stale(&pool, shop.user_id).await);
     shop.fake.set_behaviour(ApiBehaviour::Normal);
-    let billing = Billing::new(
-        &BillingConfig {
-            secret_key: "sk_test_123".to_string().into(),
-            price_id: PRICE.into(),
-            webhook_secret: SECRET.to_string().into(),
-            api_base: Some(shop.fake.base_url()),
-        },
-        &shop.app.url(""),
-    )
-    .unwrap();
+    let billing = billing(&shop);
     assert_eq!(billing.reconcile(&pool).await.unwrap().addresses, 1);
     assert_eq!(
         shop.fake.customer_email(&customer).as_deref(),

@@ -33,11 +33,7 @@ async fn exact(pool: &PgPool, query: &[f32], filters: &Filters) -> Vec<VectorHit
         .unwrap();
     let ids: Vec<i32> = ids.into_iter().map(|(id,)| id).collect();
     let mut hits = vector::evidence(pool, MODEL, query, &ids).await.unwrap();
-    hits.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then(a.anime_id.cmp(&b.anime_id))
-    });
+    hits.sort_by(VectorHit::best_first);
     hits
 }
 
