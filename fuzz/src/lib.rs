@@ -12,7 +12,7 @@ use server::{
     accounts::{csrf, network::ClientNetwork, visitor},
     billing::webhook::{self, Rejected},
     catalog::{Media, document},
-    search::{SearchError, cache, clean_query, lexical},
+    search::{Query, SearchError, cache, lexical},
 };
 
 /// Fields of one input: the bytes as text (invalid UTF-8 replaced, as the HTTP layer does for
@@ -32,16 +32,18 @@ fn is_tidy(text: &str) -> bool {
         && !text.chars().any(|c| c.is_whitespace() && c != ' ')
 }
 
-/// The query normaliser: `clean_query`, the cache key's `normalise`, the lexical `words`.
+/// The query normaliser: `Query::parse`, the cache key's `normalise`, the lexical `words`.
 pub fn query(data: &[u8]) {
     let raw = String::from_utf8_lossy(data);
-    match clean_query(&raw) {
-        Ok(cleaned) => {
+    match Query::parse(&raw) {
+        Ok(query) => {
+            let cleaned = query.typed().to_string();
             assert!(is_tidy(&cleaned), "untidy clean query {cleaned:?}");
             let length = cleaned.chars().count();
             assert!((1..=server::search::MAX_QUERY_CHARS).contains(&length));
-            assert_eq!(clean_query(&cleaned).ok().as_deref(), Some(&*cleaned));
+            assert_eq!(Query::parse(&cleaned).ok().as_ref(), Some(&query));
             let normalised = cache::normalise(&cleaned);
+            assert_eq!(query.normalised(), normalised);
             assert!(normalised.chars().count() <= server::search::MAX_QUERY_CHARS);
             assert!(
                 is_tidy(&normalised),
@@ -52,8 +54,8 @@ pub fn query(data: &[u8]) {
             assert_eq!(cache::normalise(&normalised), normalised);
             let filters = Filters::default();
             assert_eq!(
-                cache::results_key("p", &cleaned, &filters),
-                cache::results_key("p", &normalised, &filters)
+                query.results_key("p", &filters),
+                cache::results_key("p", &cache::normalise(&normalised), &filters)
             );
             let words = lexical::words(&normalised);
             for (i, word) in words.iter().enumerate() {
@@ -69,7 +71,7 @@ pub fn query(data: &[u8]) {
         Err(SearchError::QueryTooLong(length)) => {
             assert!(length > server::search::MAX_QUERY_CHARS)
         }
-        Err(other) => panic!("clean_query failed with {other}"),
+        Err(other) => panic!("Query::parse failed with {other}"),
     }
 }
 
@@ -194,7 +196,7 @@ pub fn cookies(data: &[u8]) {
     // The network: X-Forwarded-For counts only from a trusted proxy, and then (one hop) only
     // its last entry.
     use server::accounts::network::TrustedProxies;
-    const PREFIX: u8 = server::accounts::network::DEFAULT_IPV6_PREFIX;
+    const PREFIX: u8 = server::config::DEFAULT_IPV6_PREFIX;
     let mut headers = HeaderMap::new();
     if let Ok(value) = HeaderValue::from_str(forwarded) {
         headers.insert("x-forwarded-for", value);

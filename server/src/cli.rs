@@ -7,7 +7,7 @@ use clap::{Parser, Subcommand};
 
 use crate::{
     catalog,
-    config::Config,
+    config::{Config, DbConfig},
     db::{self, embedded::EmbeddedPostgres},
 };
 
@@ -180,7 +180,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         }
         Command::Ingest(args) => ingest(&config, args).await,
         Command::Models => {
-            let cache = config.embedded.cache_dir();
+            let cache = config.db.embedded.cache_dir();
             let (weights, tokenizer) = crate::search::e5::ensure_files(&cache)?;
             println!("{}\n{}", weights.display(), tokenizer.display());
             println!("{}", crate::search::second_view::install(&cache)?.display());
@@ -188,7 +188,7 @@ pub async fn run(cli: Cli) -> Result<()> {
         }
         Command::Embed { text, passage } => {
             use crate::search::e5::{self, Kind};
-            let model = e5::load(&config.embedded.cache_dir(), config.e5_kernel)?;
+            let model = e5::load(&config.db.embedded.cache_dir(), config.search.e5_kernel)?;
             let kind = if passage { Kind::Passage } else { Kind::Query };
             let vector = model.embed(&text, kind, model.max_tokens())?;
             println!("{}", serde_json::to_string(&vector)?);
@@ -198,15 +198,20 @@ pub async fn run(cli: Cli) -> Result<()> {
             let pool = db::open(&config).await?;
             db::migrate(&pool).await?;
             let embedder = crate::search::embedder::from_config(&config)?;
-            let report = embed_documents(&config, &pool, embedder.as_ref()).await?;
+            let report =
+                crate::search::vectors::embed_documents(&config, &pool, embedder.as_ref()).await?;
             println!("{report}");
             if let Some(view) = crate::search::second_view::from_config(&config)? {
-                println!("{}", embed_documents(&config, &pool, view.as_ref()).await?);
+                println!(
+                    "{}",
+                    crate::search::vectors::embed_documents(&config, &pool, view.as_ref()).await?
+                );
             }
             Ok(())
         }
         Command::Eval(args) => eval(&config, args).await,
         Command::Bench(args) => {
+            #[cfg(feature = "baselines")]
             if let Some(crate::quality::bench::BenchOnly::Embed(embed_args)) = args.only {
                 return crate::quality::bench_embed::run(&config, embed_args).await;
             }
@@ -236,7 +241,7 @@ async fn ingest(config: &Config, args: IngestArgs) -> Result<()> {
     let mut options = catalog::anilist::AniListOptions::new(
         args.raw_dir
             .clone()
-            .unwrap_or_else(|| config.embedded.data_dir.join("anilist")),
+            .unwrap_or_else(|| config.db.embedded.data_dir.join("anilist")),
     );
     options.endpoint = args.anilist_url.clone();
     options.requests_per_minute = args.requests_per_minute;
@@ -269,7 +274,11 @@ async fn ingest(config: &Config, args: IngestArgs) -> Result<()> {
         );
         println!(
             "{}",
-            catalog::spanish::index(&pool, config.document_translator().as_ref()).await?
+            catalog::spanish::index(
+                &pool,
+                crate::catalog::DocumentTranslator::from_config(&config.search).as_ref()
+            )
+            .await?
         );
         if !report.failures.is_empty() {
             anyhow::bail!(
@@ -303,36 +312,22 @@ async fn ingest(config: &Config, args: IngestArgs) -> Result<()> {
         args.include_adult,
         config.embedding_model(),
         premiser(config).as_ref(),
-        config.document_translator().as_ref(),
+        crate::catalog::DocumentTranslator::from_config(&config.search).as_ref(),
     )
     .await?;
     println!("{report}");
     let embedder = crate::search::embedder::from_config(config)?;
     println!(
         "{}",
-        embed_documents(config, &pool, embedder.as_ref()).await?
+        crate::search::vectors::embed_documents(config, &pool, embedder.as_ref()).await?
     );
     if let Some(view) = crate::search::second_view::from_config(config)? {
-        println!("{}", embed_documents(config, &pool, view.as_ref()).await?);
+        println!(
+            "{}",
+            crate::search::vectors::embed_documents(config, &pool, view.as_ref()).await?
+        );
     }
     Ok(())
-}
-
-/// Vectors for every document that lacks one, through the configured embedder and the disk
-/// cache in `<cache dir>/vectors`.
-pub async fn embed_documents(
-    config: &Config,
-    pool: &sqlx::PgPool,
-    embedder: &dyn crate::search::embedder::Embedder,
-) -> Result<crate::search::vectors::EmbedReport> {
-    use crate::search::vectors;
-    let mut cache = vectors::VectorCache::open(
-        &config.embedded.cache_dir().join("vectors"),
-        &embedder.cache_version(),
-        embedder.dimension(),
-    )?;
-    let progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    vectors::embed_missing(pool, embedder, Some(&mut cache), progress).await
 }
 
 async fn eval(config: &Config, args: EvalArgs) -> Result<()> {
@@ -344,13 +339,20 @@ async fn eval(config: &Config, args: EvalArgs) -> Result<()> {
     db::migrate(&pool).await?;
     let second_view = crate::search::second_view::from_config(config)?;
     if let Some(view) = &second_view {
-        println!("{}", embed_documents(config, &pool, view.as_ref()).await?);
+        println!(
+            "{}",
+            crate::search::vectors::embed_documents(config, &pool, view.as_ref()).await?
+        );
     }
     let mut engine = SearchEngine::new(pool, embedder::from_config(config)?)
         .with_second_view(second_view)
-        .with_translator(config.translator())
-        .with_thesaurus(config.thesaurus());
-    if config.vectors_in_memory {
+        .with_translator(crate::search::translate::Translator::from_config(
+            &config.search,
+        ))
+        .with_thesaurus(crate::search::thesaurus::Thesaurus::from_config(
+            &config.search,
+        ));
+    if config.search.vectors_in_memory {
         engine = engine.holding_vectors_in_memory().await?;
     }
     let sets = eval_sets(&args.cases)?;
@@ -430,9 +432,9 @@ fn eval_llm_reranker(
     )?;
     Ok(Some(Box::new(crate::search::rerank::LlmReranker::new(
         key,
-        config.openai_base_url.as_deref(),
-        &config.rerank_model,
-        std::time::Duration::from_millis(config.rerank_timeout_ms),
+        config.openai.openai_base_url.as_deref(),
+        &config.search.rerank_model,
+        std::time::Duration::from_millis(config.search.rerank_timeout_ms),
     ))))
 }
 
@@ -448,17 +450,17 @@ fn premiser(config: &Config) -> Option<catalog::LlmPremiser> {
     let key = config.openai_key()?;
     Some(catalog::LlmPremiser::new(
         key,
-        config.openai_base_url.as_deref(),
-        &config.premise_model,
+        config.openai.openai_base_url.as_deref(),
+        &config.openai.premise_model,
         std::time::Duration::from_secs(60),
     ))
 }
 
 async fn db_command(config: &Config, action: DbAction) -> Result<()> {
-    if config.database_url.is_some() {
+    if config.db.database_url.is_some() {
         tracing::warn!("DATABASE_URL is set: the app does not use the embedded server");
     }
-    let embedded = EmbeddedPostgres::from_config(&config.embedded)?;
+    let embedded = EmbeddedPostgres::from_config(&config.db.embedded)?;
     match action {
         DbAction::Status => println!(
             "embedded PostgreSQL: {} (cluster {})",
@@ -466,9 +468,9 @@ async fn db_command(config: &Config, action: DbAction) -> Result<()> {
             embedded.cluster_dir().display()
         ),
         DbAction::Start => {
-            db::database_url(&Config {
+            db::database_url(&DbConfig {
                 database_url: None,
-                ..config.clone()
+                ..config.db.clone()
             })
             .await?;
             println!(
@@ -505,9 +507,9 @@ async fn db_command(config: &Config, action: DbAction) -> Result<()> {
             anyhow::ensure!(file.is_file(), "no backup at {}", file.display());
             embedded.start()?;
             // Creates the database when missing: a restore onto a new machine.
-            db::database_url(&Config {
+            db::database_url(&DbConfig {
                 database_url: None,
-                ..config.clone()
+                ..config.db.clone()
             })
             .await?;
             let status = std::process::Command::new(embedded.bin_path("pg_restore"))
@@ -539,9 +541,9 @@ async fn db_command(config: &Config, action: DbAction) -> Result<()> {
         }
         // Always the embedded server's: scripts/test relies on it even when a .env names another.
         DbAction::Url => {
-            let embedded_only = Config {
+            let embedded_only = DbConfig {
                 database_url: None,
-                ..config.clone()
+                ..config.db.clone()
             };
             println!("{}", db::database_url(&embedded_only).await?)
         }
@@ -619,6 +621,6 @@ mod tests {
     fn serve_is_the_default_and_settings_come_before_or_after_the_command() {
         assert!(parse(&[]).unwrap().command.is_none());
         let cli = parse(&["db", "status", "--pg-port", "6000"]).unwrap();
-        assert_eq!(cli.config.embedded.pg_port, 6000);
+        assert_eq!(cli.config.db.embedded.pg_port, 6000);
     }
 }

@@ -1,5 +1,7 @@
 //! Typed configuration, read once from flags and environment variables (clap does both, so
-//! `server --help` lists every variable with its default).
+//! `server --help` lists every variable with its default). Plain data: every module builds its
+//! own service from it (`Translator::from_config`, `TrustedProxies::from_config`, ...), so the
+//! configuration depends on no other module of the server.
 
 use std::{
     net::SocketAddr,
@@ -8,6 +10,18 @@ use std::{
 
 use clap::Args;
 use secrecy::{ExposeSecret, SecretString};
+
+/// Where Debian's `apertium-eng-spa` installs its data.
+pub const DEBIAN_APERTIUM_DIR: &str = "/usr/share/apertium/apertium-eng-spa";
+/// Where Debian's `wordnet-base` installs WordNet's database.
+pub const DEBIAN_WORDNET_DIR: &str = "/usr/share/wordnet";
+/// OpenAI's embedding model, the default when a key is configured.
+pub const OPENAI_EMBEDDING_MODEL: &str = "text-embedding-3-small";
+/// The IPv6 prefix length addresses are grouped by into networks, unless configured.
+pub const DEFAULT_IPV6_PREFIX: u8 = 48;
+/// The longest search deadline allowed: a pending unit must still be counted when it ends
+/// (`quota::IN_FLIGHT`).
+pub const MAX_SEARCH_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
 
 #[derive(Debug, Clone, Args)]
 pub struct Config {
@@ -20,6 +34,47 @@ pub struct Config {
     )]
     pub addr: SocketAddr,
 
+    /// Folder holding the built site: `pkg/` (wasm, JS, CSS) and the files of `public/`.
+    #[arg(
+        long,
+        env = "ZENBU_SITE_ROOT",
+        default_value = "target/site",
+        global = true
+    )]
+    pub site_root: PathBuf,
+
+    /// The address users reach the site at (e.g. https://zenbu.example); cookies are marked
+    /// Secure when it is https.
+    #[arg(long, env = "ZENBU_PUBLIC_URL", global = true)]
+    pub public_url: Option<String>,
+
+    /// Log lines as text, or as JSON objects (one per line, with the request id in each
+    /// request's span) for a log pipeline.
+    #[arg(long, env = "ZENBU_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
+    pub log_format: LogFormat,
+
+    #[command(flatten)]
+    pub db: DbConfig,
+
+    #[command(flatten)]
+    pub search: SearchConfig,
+
+    #[command(flatten)]
+    pub openai: OpenAiConfig,
+
+    #[command(flatten)]
+    pub http: HttpConfig,
+
+    #[command(flatten)]
+    pub accounts: AccountsConfig,
+
+    #[command(flatten)]
+    pub billing: StripeConfig,
+}
+
+/// The database: where it is, its replica, and the embedded server used when none is given.
+#[derive(Debug, Clone, Args)]
+pub struct DbConfig {
     /// A PostgreSQL server to use instead of the embedded one; it must offer pgvector >= 0.5.
     #[arg(long, env = "DATABASE_URL", hide_env_values = true, global = true)]
     pub database_url: Option<String>,
@@ -30,15 +85,23 @@ pub struct Config {
     #[arg(long, env = "ZENBU_REPLICA_URL", hide_env_values = true, global = true)]
     pub replica_url: Option<String>,
 
-    /// Folder holding the built site: `pkg/` (wasm, JS, CSS) and the files of `public/`.
+    /// Milliseconds PostgreSQL lets one statement of a request run before cancelling it (503).
     #[arg(
         long,
-        env = "ZENBU_SITE_ROOT",
-        default_value = "target/site",
+        env = "ZENBU_STATEMENT_TIMEOUT_MS",
+        default_value_t = 30_000,
+        value_parser = clap::value_parser!(u64).range(100..),
         global = true
     )]
-    pub site_root: PathBuf,
+    pub statement_timeout_ms: u64,
 
+    #[command(flatten)]
+    pub embedded: EmbeddedConfig,
+}
+
+/// Search: the models, translation and synonyms, and the time each stage may take.
+#[derive(Debug, Clone, Args)]
+pub struct SearchConfig {
     /// Embedding model: `multilingual-e5-small` (local), `e5-small-zenbu-2` (local, its top
     /// layers fine-tuned on this catalog by `scripts/train`; measured, not the default: see
     /// docs/measurements.md) or `text-embedding-3-small` (OpenAI).
@@ -93,24 +156,6 @@ pub struct Config {
     #[arg(long, env = "ZENBU_EMBED_WORKERS", global = true)]
     pub embed_workers: Option<usize>,
 
-    /// OpenAI API key. With it, franchise premises are written by an LLM; without it, every
-    /// model is local.
-    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true, value_parser = secret, global = true)]
-    pub openai_api_key: Option<SecretString>,
-
-    /// OpenAI-compatible base URL (e.g. a fake server in tests).
-    #[arg(long, env = "OPENAI_BASE_URL", global = true)]
-    pub openai_base_url: Option<String>,
-
-    /// Chat model that writes franchise premises.
-    #[arg(
-        long,
-        env = "ZENBU_PREMISE_MODEL",
-        default_value = "gpt-5.4-mini",
-        global = true
-    )]
-    pub premise_model: String,
-
     /// Chat model that reranks search results when OPENAI_API_KEY is set (without a key the
     /// local reranker runs).
     #[arg(
@@ -145,7 +190,7 @@ pub struct Config {
     #[arg(
         long,
         env = "ZENBU_APERTIUM_DIR",
-        default_value = crate::search::translate::DEBIAN_DATA_DIR,
+        default_value = DEBIAN_APERTIUM_DIR,
         global = true
     )]
     pub apertium_dir: PathBuf,
@@ -155,21 +200,48 @@ pub struct Config {
     #[arg(
         long,
         env = "ZENBU_WORDNET_DIR",
-        default_value = crate::search::thesaurus::DEBIAN_DATA_DIR,
+        default_value = DEBIAN_WORDNET_DIR,
         global = true
     )]
     pub wordnet_dir: PathBuf,
 
-    /// Key that signs visitor cookies (hex, at least 64 bytes). Unset: one is generated and kept
-    /// in the data folder. Several app servers must share one.
-    #[arg(long, env = "ZENBU_COOKIE_KEY", hide_env_values = true, value_parser = secret, global = true)]
-    pub cookie_key: Option<SecretString>,
+    /// Milliseconds a metered search may run before it is given up (503) and its unit given
+    /// back; at most 30 000, well inside the minute a pending unit counts.
+    #[arg(
+        long,
+        env = "ZENBU_SEARCH_DEADLINE_MS",
+        default_value_t = 20_000,
+        value_parser = clap::value_parser!(u64).range(100..=MAX_SEARCH_DEADLINE.as_millis() as u64),
+        global = true
+    )]
+    pub search_deadline_ms: u64,
+}
 
-    /// The address users reach the site at (e.g. https://zenbu.example); cookies are marked
-    /// Secure when it is https.
-    #[arg(long, env = "ZENBU_PUBLIC_URL", global = true)]
-    pub public_url: Option<String>,
+/// OpenAI: optional; without a key every model runs locally.
+#[derive(Debug, Clone, Args)]
+pub struct OpenAiConfig {
+    /// OpenAI API key. With it, franchise premises are written by an LLM; without it, every
+    /// model is local.
+    #[arg(long, env = "OPENAI_API_KEY", hide_env_values = true, value_parser = secret, global = true)]
+    pub openai_api_key: Option<SecretString>,
 
+    /// OpenAI-compatible base URL (e.g. a fake server in tests).
+    #[arg(long, env = "OPENAI_BASE_URL", global = true)]
+    pub openai_base_url: Option<String>,
+
+    /// Chat model that writes franchise premises.
+    #[arg(
+        long,
+        env = "ZENBU_PREMISE_MODEL",
+        default_value = "gpt-5.4-mini",
+        global = true
+    )]
+    pub premise_model: String,
+}
+
+/// The web server's guards: proxies, request limits, images, the metrics token.
+#[derive(Debug, Clone, Args)]
+pub struct HttpConfig {
     /// A proxy on this host or on a private network (loopback and private addresses) sets
     /// X-Forwarded-For: client networks are read from it. `ZENBU_TRUSTED_PROXIES` names the
     /// proxies exactly instead.
@@ -208,42 +280,11 @@ pub struct Config {
     #[arg(
         long,
         env = "ZENBU_IPV6_NETWORK_PREFIX",
-        default_value_t = crate::accounts::network::DEFAULT_IPV6_PREFIX,
+        default_value_t = DEFAULT_IPV6_PREFIX,
         value_parser = clap::value_parser!(u8).range(16..=128),
         global = true
     )]
     pub ipv6_network_prefix: u8,
-
-    /// How many new anonymous visitors one network may start in 24 hours (a shared address,
-    /// such as an office's or a carrier's, is one network: docs/architecture.md).
-    #[arg(
-        long,
-        env = "ZENBU_NEW_VISITORS_PER_NETWORK",
-        default_value_t = 3,
-        global = true
-    )]
-    pub new_visitors_per_network: i64,
-
-    /// How many searches without an account one network may make in 24 hours, whatever the
-    /// visitor ids (default: what the day's new visitors can make, 3 x 10).
-    #[arg(
-        long,
-        env = "ZENBU_ANONYMOUS_SEARCHES_PER_NETWORK",
-        default_value_t = 30,
-        global = true
-    )]
-    pub anonymous_searches_per_network: i64,
-
-    /// Milliseconds a metered search may run before it is given up (503) and its unit given
-    /// back; at most 30 000, well inside the minute a pending unit counts.
-    #[arg(
-        long,
-        env = "ZENBU_SEARCH_DEADLINE_MS",
-        default_value_t = 20_000,
-        value_parser = clap::value_parser!(u64).range(100..=crate::quota::MAX_DEADLINE.as_millis() as u64),
-        global = true
-    )]
-    pub search_deadline_ms: u64,
 
     /// Milliseconds any request may take before it is answered 503 (above the search deadline).
     #[arg(
@@ -253,16 +294,6 @@ pub struct Config {
         global = true
     )]
     pub request_timeout_ms: u64,
-
-    /// Milliseconds PostgreSQL lets one statement of a request run before cancelling it (503).
-    #[arg(
-        long,
-        env = "ZENBU_STATEMENT_TIMEOUT_MS",
-        default_value_t = 30_000,
-        value_parser = clap::value_parser!(u64).range(100..),
-        global = true
-    )]
-    pub statement_timeout_ms: u64,
 
     /// Requests in progress at once; more are turned away at once (503, Retry-After).
     #[arg(
@@ -301,10 +332,50 @@ pub struct Config {
         long,
         env = "ZENBU_IMAGE_HOSTS",
         value_delimiter = ',',
-        default_value = crate::images::DEFAULT_HOSTS,
+        default_value = "s4.anilist.co",
         global = true
     )]
     pub image_hosts: Vec<String>,
+
+    /// When set, `/metrics` answers only requests with `Authorization: Bearer <this>` (for a
+    /// Prometheus that scrapes over a network others can reach). Unset: open, as for local runs.
+    #[arg(
+        long,
+        env = "ZENBU_METRICS_TOKEN",
+        hide_env_values = true,
+        value_parser = secret,
+        global = true
+    )]
+    pub metrics_token: Option<SecretString>,
+}
+
+/// Visitors and accounts: the cookie key, the anonymous caps per network, and mail.
+#[derive(Debug, Clone, Args)]
+pub struct AccountsConfig {
+    /// Key that signs visitor cookies (hex, at least 64 bytes). Unset: one is generated and kept
+    /// in the data folder. Several app servers must share one.
+    #[arg(long, env = "ZENBU_COOKIE_KEY", hide_env_values = true, value_parser = secret, global = true)]
+    pub cookie_key: Option<SecretString>,
+
+    /// How many new anonymous visitors one network may start in 24 hours (a shared address,
+    /// such as an office's or a carrier's, is one network: docs/architecture.md).
+    #[arg(
+        long,
+        env = "ZENBU_NEW_VISITORS_PER_NETWORK",
+        default_value_t = 3,
+        global = true
+    )]
+    pub new_visitors_per_network: i64,
+
+    /// How many searches without an account one network may make in 24 hours, whatever the
+    /// visitor ids (default: what the day's new visitors can make, 3 x 10).
+    #[arg(
+        long,
+        env = "ZENBU_ANONYMOUS_SEARCHES_PER_NETWORK",
+        default_value_t = 30,
+        global = true
+    )]
+    pub anonymous_searches_per_network: i64,
 
     /// Serve the mail outbox at /dev/mail (local runs and browser tests; never in production:
     /// it shows sign-up links).
@@ -326,18 +397,11 @@ pub struct Config {
     /// public URL's host.
     #[arg(long, env = "ZENBU_MAIL_FROM", global = true)]
     pub mail_from: Option<String>,
+}
 
-    /// When set, `/metrics` answers only requests with `Authorization: Bearer <this>` (for a
-    /// Prometheus that scrapes over a network others can reach). Unset: open, as for local runs.
-    #[arg(
-        long,
-        env = "ZENBU_METRICS_TOKEN",
-        hide_env_values = true,
-        value_parser = secret,
-        global = true
-    )]
-    pub metrics_token: Option<SecretString>,
-
+/// Premium through Stripe: optional; without a key Premium is not sold.
+#[derive(Debug, Clone, Args)]
+pub struct StripeConfig {
     /// Stripe secret key. Billing is on only when the key, the price and the webhook secret
     /// are all set; otherwise the Premium page says billing is not configured.
     #[arg(long, env = "STRIPE_SECRET_KEY", hide_env_values = true, value_parser = secret, global = true)]
@@ -370,14 +434,6 @@ pub struct Config {
     /// Stripe's API address (tests and local runs point it at `fakes stripe`).
     #[arg(long, env = "STRIPE_API_BASE", global = true)]
     pub stripe_api_base: Option<String>,
-
-    /// Log lines as text, or as JSON objects (one per line, with the request id in each
-    /// request's span) for a log pipeline.
-    #[arg(long, env = "ZENBU_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
-    pub log_format: LogFormat,
-
-    #[command(flatten)]
-    pub embedded: EmbeddedConfig,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -387,26 +443,6 @@ pub enum LogFormat {
 }
 
 impl Config {
-    /// The proxies whose X-Forwarded-For is believed: the ones named, else loopback and
-    /// private addresses when behind a proxy, else none.
-    pub fn trusted_proxies(&self) -> crate::accounts::network::TrustedProxies {
-        use crate::accounts::network::TrustedProxies;
-        let hops = usize::from(self.proxy_hops);
-        if !self.trusted_proxies.is_empty() {
-            TrustedProxies {
-                networks: self.trusted_proxies.clone(),
-                hops,
-            }
-        } else if self.behind_proxy {
-            TrustedProxies {
-                hops,
-                ..TrustedProxies::private_ranges()
-            }
-        } else {
-            TrustedProxies::none()
-        }
-    }
-
     /// The configuration `server` would read from `args` (what follows the program name) and the
     /// environment; for tests and tools that build the app themselves.
     pub fn from_args(args: &[&str]) -> Result<Self, clap::Error> {
@@ -440,6 +476,7 @@ impl Config {
     /// hold without brackets).
     pub fn mail_from(&self, public_url: &str) -> String {
         if let Some(from) = self
+            .accounts
             .mail_from
             .as_deref()
             .map(str::trim)
@@ -464,7 +501,8 @@ impl Config {
 
     /// The key, when one is set and not blank.
     pub fn openai_key(&self) -> Option<&str> {
-        self.openai_api_key
+        self.openai
+            .openai_api_key
             .as_ref()
             .map(|key| key.expose_secret())
             .filter(|key| !key.trim().is_empty())
@@ -473,44 +511,20 @@ impl Config {
     /// The embedding model in use (see the flag's help).
     pub fn embedding_model(&self) -> &str {
         match self
+            .search
             .embedding_model
             .as_deref()
             .filter(|m| !m.trim().is_empty())
         {
             Some(model) => model,
-            None if self.openai_key().is_some() => crate::search::embedder::OPENAI_MODEL,
-            None => crate::search::e5::MODEL_NAME,
+            None if self.openai_key().is_some() => OPENAI_EMBEDDING_MODEL,
+            None => e5::MODEL_NAME,
         }
-    }
-
-    /// The document translator this configuration asks for (see `apertium_dir`): ingest builds
-    /// the Spanish word index from its translations (`catalog::spanish`).
-    pub fn document_translator(&self) -> Option<crate::catalog::DocumentTranslator> {
-        if self.apertium_dir.as_os_str() == "none" {
-            return None;
-        }
-        crate::catalog::DocumentTranslator::new(&self.apertium_dir)
-    }
-
-    /// The query translator this configuration asks for (see `apertium_dir`).
-    pub fn translator(&self) -> Option<std::sync::Arc<crate::search::translate::Translator>> {
-        if self.apertium_dir.as_os_str() == "none" {
-            return None;
-        }
-        crate::search::translate::Translator::new(&self.apertium_dir).map(std::sync::Arc::new)
-    }
-
-    /// The synonyms this configuration asks for (see `wordnet_dir`).
-    pub fn thesaurus(&self) -> Option<std::sync::Arc<crate::search::thesaurus::Thesaurus>> {
-        if self.wordnet_dir.as_os_str() == "none" {
-            return None;
-        }
-        crate::search::thesaurus::Thesaurus::load_or_warn(&self.wordnet_dir)
-            .map(std::sync::Arc::new)
     }
 
     pub fn embed_workers(&self) -> usize {
-        self.embed_workers
+        self.search
+            .embed_workers
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
     }
 }
@@ -610,14 +624,9 @@ mod tests {
         let local = config(&["--openai-api-key", " "]);
         assert_eq!(local.openai_key(), None, "a blank key is no key");
         assert_eq!(local.embedding_model(), "multilingual-e5-small");
-        assert_eq!(crate::search::rerank::from_config(&local).name(), "local");
 
         let keyed = config(&["--openai-api-key", "sk-x", "--rerank-model", "gpt-5.4-mini"]);
         assert_eq!(keyed.embedding_model(), "text-embedding-3-small");
-        assert_eq!(
-            crate::search::rerank::from_config(&keyed).name(),
-            "openai:gpt-5.4-mini"
-        );
         // A key does not override an explicit choice of the local embedder.
         let chosen = config(&[
             "--openai-api-key",
@@ -630,9 +639,13 @@ mod tests {
 
     #[test]
     fn the_embedder_kernel_is_chosen_by_name() {
-        assert_eq!(config(&[]).e5_kernel, None, "default: detected at load");
         assert_eq!(
-            config(&["--e5-kernel", "avx2"]).e5_kernel,
+            config(&[]).search.e5_kernel,
+            None,
+            "default: detected at load"
+        );
+        assert_eq!(
+            config(&["--e5-kernel", "avx2"]).search.e5_kernel,
             Some(e5::Kernel::Avx2)
         );
         let mut argv = vec!["probe", "--e5-kernel", "sse9"];

@@ -58,6 +58,11 @@ pub mod seconds {
     }
 }
 
+/// `path` as one single-quoted `sh` word, whatever characters it holds.
+pub fn shell_quoted(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
+}
+
 #[cfg(test)]
 mod tests {
     use std::os::unix::fs::PermissionsExt;

@@ -29,9 +29,6 @@ pub const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 pub const RETRY_AFTER: Duration = Duration::from_secs(600);
 /// Upstream fetches at once.
 const FETCHES: usize = 4;
-/// The image host AniList's data points at, allowed unless configured otherwise.
-pub const DEFAULT_HOSTS: &str = "s4.anilist.co";
-
 /// The path a card's poster is served at.
 pub fn cover_path(id: i32) -> String {
     format!("/img/anime/{id}/cover")
@@ -158,9 +155,7 @@ impl Images {
     async fn image(&self, url: &str) -> Result<(Arc<Vec<u8>>, &'static str), FetchError> {
         let file = self
             .cache_dir
-            .join(crate::catalog::document::hex(&Sha256::digest(
-                url.as_bytes(),
-            )));
+            .join(hex::encode(Sha256::digest(url.as_bytes())));
         if let Ok(bytes) = tokio::fs::read(&file).await
             && let Some(content_type) = image_type(&bytes)
         {

@@ -7,9 +7,9 @@ fn main() -> ExitCode {
     // A local `.env` is a convenience for development; real deployments set the environment.
     let _ = dotenvy::dotenv();
     let cli = server::cli::Cli::parse();
-    // candle reads its thread count from the environment once; set it before any thread exists
-    // (the runtime is built below, after this).
-    let threads = cli.config.inference_threads.max(1).to_string();
+    // candle (the `baselines` feature) and rayon read their thread counts from the environment
+    // once; set them before any thread exists (the runtime is built below, after this).
+    let threads = cli.config.search.inference_threads.max(1).to_string();
     for variable in ["CANDLE_NUM_THREADS", "RAYON_NUM_THREADS"] {
         if std::env::var_os(variable).is_none() {
             // SAFETY: single-threaded here: nothing else reads or writes the environment yet.

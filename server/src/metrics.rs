@@ -7,8 +7,6 @@ use std::{sync::OnceLock, time::Duration};
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
-use crate::search::StageTimes;
-
 /// Latency buckets (seconds): a cache hit is ~1 ms, an uncached page ~100 ms, budgets are 2–4 s.
 const BUCKETS: [f64; 13] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
@@ -31,19 +29,9 @@ pub fn handle() -> &'static PrometheusHandle {
     })
 }
 
-/// One search that ran the pipeline: the time of each stage.
-pub fn search_ran(times: &StageTimes, semantic: bool, rerank_fell_back: bool) {
-    let stages: [(&'static str, Duration); 8] = [
-        ("translate", times.translate),
-        ("embed", times.embed),
-        ("lexical", times.lexical),
-        ("vector", times.vector),
-        ("second_view", times.second),
-        ("fuse", times.fuse),
-        ("rerank", times.rerank),
-        ("total", times.total),
-    ];
-    for (stage, took) in stages {
+/// One search that ran the pipeline: the time of each stage, by the stage's metric label.
+pub fn search_ran(stages: &[(&'static str, Duration)], semantic: bool, rerank_fell_back: bool) {
+    for &(stage, took) in stages {
         metrics::histogram!("zenbu_search_stage_seconds", "stage" => stage)
             .record(took.as_secs_f64());
     }

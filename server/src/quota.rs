@@ -38,8 +38,8 @@ pub const REPEAT_WINDOW: &str = "3 minutes";
 pub const IN_FLIGHT: &str = "1 minute";
 
 /// The longest deadline a metered search may be given: well inside [`IN_FLIGHT`], so that a
-/// search is over (served or refunded) while its unit still counts.
-pub const MAX_DEADLINE: Duration = Duration::from_secs(30);
+/// search is over (served or refunded) while its unit still counts. The configuration's bound.
+pub const MAX_DEADLINE: Duration = crate::config::MAX_SEARCH_DEADLINE;
 
 /// How long a refund or a confirmation may wait for the database before the unit is left to
 /// lapse (a refund) or the results are not served (a confirmation).
@@ -495,27 +495,29 @@ impl Meter {
     /// reserves a unit and runs in a task of its own (see [`Meter`]).
     pub async fn search(
         &self,
+        db: &crate::db::Db,
         engine: &crate::search::SearchEngine,
         payer: &Payer,
         rules: &Rules,
         query: &str,
         filters: &app::search::Filters,
     ) -> Result<app::search::SearchResults, Metered> {
-        crate::search::clean_query(query)?;
+        let parsed = crate::search::Query::parse(query)?;
         crate::search::check_filters(filters)?;
-        let key = crate::search::cache::results_key("quota", query, filters);
+        let key = parsed.results_key("quota", filters);
         let flight_key = format!("{}\n{key}", payer.subject);
-        let (engine, payer, rules) = (engine.clone(), payer.clone(), *rules);
+        let (db, engine, payer, rules) = (db.clone(), engine.clone(), payer.clone(), *rules);
         let (query, filters) = (query.to_string(), filters.clone());
         self.shared(flight_key, move || {
-            let (engine, payer, query, filters, key) = (
+            let (db, engine, payer, query, filters, key) = (
+                db.clone(),
                 engine.clone(),
                 payer.clone(),
                 query.clone(),
                 filters.clone(),
                 key.clone(),
             );
-            async move { run_metered(&engine, &payer, &rules, &query, &filters, &key).await }
+            async move { run_metered(&db, &engine, &payer, &rules, &query, &filters, &key).await }
         })
         .await
     }
@@ -582,6 +584,7 @@ impl Meter {
 /// answers confirms its unit (and is not served if that cannot be written), and one that fails
 /// gives its unit back.
 async fn run_metered(
+    db: &crate::db::Db,
     engine: &crate::search::SearchEngine,
     payer: &Payer,
     rules: &Rules,
@@ -590,14 +593,14 @@ async fn run_metered(
     key: &str,
 ) -> Result<app::search::SearchResults, Metered> {
     let plan = payer.plan;
-    let reservation = reserve_for(engine.pool(), payer, rules, key, None).await?;
+    let reservation = reserve_for(&db.primary, payer, rules, key, None).await?;
     let usage = match &reservation {
         Reservation::Counted { usage, .. } => usage.clone(),
         Reservation::Repeat { usage, of } => {
             // The page the counted search served, when the results cache did not keep it (a
             // degraded page, e.g. one whose translation failed): a free repeat must not buy a
             // pipeline run each time.
-            if let Some(mut page) = served_page(engine.pool(), *of).await? {
+            if let Some(mut page) = served_page(&db.primary, *of).await? {
                 page.cached = true;
                 page.took_ms = 0.0;
                 page.quota = Some(info(plan, usage));
@@ -640,12 +643,12 @@ async fn run_metered(
                     .flatten();
                 let confirmed = tokio::time::timeout(
                     BOOKKEEPING_TIMEOUT,
-                    confirm(engine.pool(), usage_id, plan, served.as_ref()),
+                    confirm(&db.primary, usage_id, plan, served.as_ref()),
                 )
                 .await
                 .map_err(|_| crate::search::SearchError::TimedOut(BOOKKEEPING_TIMEOUT))??;
                 if !confirmed {
-                    let usage = self::usage(engine.pool(), &payer.subject, plan, None).await?;
+                    let usage = self::usage(&db.primary, &payer.subject, plan, None).await?;
                     crate::metrics::quota_refused("lapsed");
                     return Err(Metered::Exhausted(info(plan, &usage)));
                 }
@@ -659,11 +662,10 @@ async fn run_metered(
             // away is most likely the replica, and the primary takes the refund.
             if let Reservation::Counted { usage_id, .. } = reservation
                 && (!error.is_unavailable()
-                    || engine.has_replica()
+                    || db.has_replica()
                     || matches!(error, crate::search::SearchError::TimedOut(_)))
             {
-                match tokio::time::timeout(BOOKKEEPING_TIMEOUT, refund(engine.pool(), usage_id))
-                    .await
+                match tokio::time::timeout(BOOKKEEPING_TIMEOUT, refund(&db.primary, usage_id)).await
                 {
                     Ok(Ok(())) => {}
                     Ok(Err(refund_error)) => {

@@ -20,7 +20,7 @@ use crate::{
     billing::{Billing, BillingConfig},
     catalog,
     config::Config,
-    db,
+    db::{self, Db},
     http::{self, AppState, SiteConfig},
     mail::{self, delivery::Courier},
     quota::Rules,
@@ -44,43 +44,56 @@ impl Application {
         db::migrate(&pool).await?;
         prepare_catalog(config, &pool).await?;
         let embedder = embedder::from_config(config)?;
-        let report = crate::cli::embed_documents(config, &pool, embedder.as_ref()).await?;
+        let report =
+            crate::search::vectors::embed_documents(config, &pool, embedder.as_ref()).await?;
         if report.missing > 0 {
             tracing::info!(%report, "document vectors brought up to date");
         }
         let second_view = second_view::from_config(config)?;
         if let Some(view) = &second_view {
-            let report = crate::cli::embed_documents(config, &pool, view.as_ref()).await?;
+            let report =
+                crate::search::vectors::embed_documents(config, &pool, view.as_ref()).await?;
             if report.missing > 0 {
                 tracing::info!(%report, "second view's vectors brought up to date");
             }
         }
         // From here on the pool serves requests: statements past the timeout are cancelled.
-        let statement_timeout = Duration::from_millis(config.statement_timeout_ms);
+        let statement_timeout = Duration::from_millis(config.db.statement_timeout_ms);
         let startup = pool;
         let pool = db::with_statement_timeout(&startup, statement_timeout).await?;
         startup.close().await;
-        let mut engine = SearchEngine::new(pool.clone(), embedder)
+        let mut database = Db::new(pool);
+        if let Some(replica) = db::open_replica(config.db.replica_url.as_deref()).await? {
+            database = database
+                .with_replica(db::with_statement_timeout(&replica, statement_timeout).await?);
+        }
+        let mut engine = SearchEngine::new(database.clone(), embedder)
             .with_second_view(second_view)
             .with_reranker(rerank::from_config(config))
-            .with_translator(config.translator())
-            .with_thesaurus(config.thesaurus())
+            .with_translator(crate::search::translate::Translator::from_config(
+                &config.search,
+            ))
+            .with_thesaurus(crate::search::thesaurus::Thesaurus::from_config(
+                &config.search,
+            ))
             .with_budgets(Budgets::from_config(config));
-        if let Some(replica) = db::open_replica(config.replica_url.as_deref()).await? {
-            engine = engine
-                .with_read_replica(db::with_statement_timeout(&replica, statement_timeout).await?);
-        }
         // After the replica: the vectors are read where searches read.
-        if config.vectors_in_memory {
+        if config.search.vectors_in_memory {
             engine = engine.holding_vectors_in_memory().await?;
         }
-        Self::build_with(config, pool, engine).await
+        Self::build_with(config, database, engine).await
     }
 
-    /// The app over `pool` and `engine` (already prepared), with everything else from
-    /// `config`. With no public URL configured, the public URL is the bound address (which
-    /// may have been port 0).
-    pub async fn build_with(config: &Config, pool: PgPool, engine: SearchEngine) -> Result<Self> {
+    /// The app over `db` and `engine` (already prepared, over the same pools), with everything
+    /// else from `config`. With no public URL configured, the public URL is the bound address
+    /// (which may have been port 0).
+    pub async fn build_with(
+        config: &Config,
+        db: impl Into<Db>,
+        engine: SearchEngine,
+    ) -> Result<Self> {
+        let db = db.into();
+        let pool = db.primary.clone();
         let listener = TcpListener::bind(config.addr)
             .await
             .with_context(|| format!("binding {}", config.addr))?;
@@ -91,11 +104,11 @@ impl Application {
         let billing = match stripe {
             Some(stripe) => {
                 let billing = Billing::new(&stripe, &site.public_url)?;
-                if config.stripe_reconcile_minutes > 0 {
+                if config.billing.stripe_reconcile_minutes > 0 {
                     crate::billing::reconcile::spawn(
                         pool.clone(),
                         billing.clone(),
-                        Duration::from_secs(config.stripe_reconcile_minutes * 60),
+                        Duration::from_secs(config.billing.stripe_reconcile_minutes * 60),
                     );
                 }
                 Some(billing)
@@ -115,7 +128,7 @@ impl Application {
         }
         spawn_sweeper(pool.clone());
         let courier = Courier::from_config(
-            config.smtp_url.as_ref(),
+            config.accounts.smtp_url.as_ref(),
             &config.mail_from(&site.public_url),
         )?;
         if matches!(courier, Courier::Log) {
@@ -126,7 +139,7 @@ impl Application {
         // and Apertium's pipeline started now rather than at the first Spanish query.
         tokio::spawn(accounts::password::prepare());
         engine.warm_up_translator();
-        let state = AppState::new(pool, engine, site, &config.site_root).with_billing(billing);
+        let state = AppState::new(db, engine, site, &config.site_root).with_billing(billing);
         Ok(Self {
             address,
             listener,
@@ -161,7 +174,7 @@ impl Application {
 /// not keep the server from starting; `server ingest --demo` with a key writes LLM premises),
 /// and a warning for documents older than the lexical index.
 async fn prepare_catalog(config: &Config, pool: &PgPool) -> Result<()> {
-    let translator = config.document_translator();
+    let translator = crate::catalog::DocumentTranslator::from_config(&config.search);
     if let Some(report) =
         catalog::load_demo_if_empty(pool, config.embedding_model(), None, translator.as_ref())
             .await?
@@ -213,40 +226,45 @@ pub fn site_config(
     // A request must outlive the metered search inside it and its bookkeeping: cut short, its
     // client would get a 503 for a search that then answers and is paid for.
     let search_ends =
-        Duration::from_millis(config.search_deadline_ms) + crate::quota::BOOKKEEPING_TIMEOUT;
+        Duration::from_millis(config.search.search_deadline_ms) + crate::quota::BOOKKEEPING_TIMEOUT;
     anyhow::ensure!(
-        Duration::from_millis(config.request_timeout_ms) > search_ends,
+        Duration::from_millis(config.http.request_timeout_ms) > search_ends,
         "ZENBU_REQUEST_TIMEOUT_MS ({}) must be longer than ZENBU_SEARCH_DEADLINE_MS ({}) plus {} ms",
-        config.request_timeout_ms,
-        config.search_deadline_ms,
+        config.http.request_timeout_ms,
+        config.search.search_deadline_ms,
         crate::quota::BOOKKEEPING_TIMEOUT.as_millis()
     );
     let site = SiteConfig {
         visitors: VisitorConfig {
             key: CookieKey::load(
-                config.cookie_key.as_ref().map(|key| key.expose_secret()),
-                &config.embedded.data_dir,
+                config
+                    .accounts
+                    .cookie_key
+                    .as_ref()
+                    .map(|key| key.expose_secret()),
+                &config.db.embedded.data_dir,
             )?,
             secure: public_url.starts_with("https://"),
-            proxies: config.trusted_proxies(),
-            ipv6_prefix: config.ipv6_network_prefix,
+            proxies: crate::accounts::network::TrustedProxies::from_config(&config.http),
+            ipv6_prefix: config.http.ipv6_network_prefix,
         },
         public_url,
         rules: Rules {
-            new_visitors_per_network_per_day: config.new_visitors_per_network,
-            anonymous_searches_per_network_per_day: config.anonymous_searches_per_network,
-            deadline: Duration::from_millis(config.search_deadline_ms),
+            new_visitors_per_network_per_day: config.accounts.new_visitors_per_network,
+            anonymous_searches_per_network_per_day: config.accounts.anonymous_searches_per_network,
+            deadline: Duration::from_millis(config.search.search_deadline_ms),
         },
-        dev_mailbox: config.dev_mailbox,
+        dev_mailbox: config.accounts.dev_mailbox,
         metrics_token: config
+            .http
             .metrics_token
             .clone()
             .filter(|token| !token.expose_secret().trim().is_empty()),
         form_targets: stripe.map(BillingConfig::page_origins).unwrap_or_default(),
         limits: crate::http::limits::Limits::from_config(config),
         images: crate::images::Images::new(
-            config.embedded.data_dir.join("images"),
-            config.image_hosts.clone(),
+            config.db.embedded.data_dir.join("images"),
+            config.http.image_hosts.clone(),
         ),
     };
     if site.public_url.starts_with("https://") && site.visitors.proxies.is_empty() {

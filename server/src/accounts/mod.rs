@@ -116,11 +116,11 @@ pub enum FormError {
 fn new_token() -> String {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).expect("the OS random source");
-    crate::catalog::document::hex(&bytes)
+    hex::encode(bytes)
 }
 
 fn token_hash(token: &str) -> String {
-    crate::catalog::document::hex(&Sha256::digest(token.as_bytes()))
+    hex::encode(Sha256::digest(token.as_bytes()))
 }
 
 /// Handles a sign-up form (an address only): a mail is queued for it (a link for a new one, a

@@ -7,9 +7,6 @@ use std::net::{IpAddr, SocketAddr};
 
 use axum::{extract::ConnectInfo, http::request::Parts};
 
-/// The IPv6 prefix length addresses are grouped by, unless configured.
-pub const DEFAULT_IPV6_PREFIX: u8 = 48;
-
 /// A client's network key, e.g. `203.0.113.7` or `2001:db8:1::/48`; put in the request's
 /// extensions by the visitor middleware.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,6 +99,25 @@ pub struct TrustedProxies {
 }
 
 impl TrustedProxies {
+    /// The proxies whose X-Forwarded-For is believed: the ones named, else loopback and
+    /// private addresses when behind a proxy, else none.
+    pub fn from_config(config: &crate::config::HttpConfig) -> Self {
+        let hops = usize::from(config.proxy_hops);
+        if !config.trusted_proxies.is_empty() {
+            Self {
+                networks: config.trusted_proxies.clone(),
+                hops,
+            }
+        } else if config.behind_proxy {
+            Self {
+                hops,
+                ..Self::private_ranges()
+            }
+        } else {
+            Self::none()
+        }
+    }
+
     /// No proxy: every request is its peer address.
     pub fn none() -> Self {
         Self::default()

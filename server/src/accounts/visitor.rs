@@ -48,7 +48,7 @@ impl CookieKey {
         }
         let key = Key::generate();
         std::fs::create_dir_all(data_dir)?;
-        let hex = crate::catalog::document::hex(key.master());
+        let hex = hex::encode(key.master());
         crate::files::write_atomic(&path, hex.as_bytes(), 0o600)
             .with_context(|| format!("writing {}", path.display()))?;
         Ok(Self(key))
@@ -60,7 +60,7 @@ impl CookieKey {
     }
 
     fn from_hex(hex: &str) -> Result<Self> {
-        let bytes = crate::catalog::document::unhex(hex).context("not hex")?;
+        let bytes = hex::decode(hex).ok().context("not hex")?;
         anyhow::ensure!(bytes.len() >= 64, "need 64 bytes");
         Ok(Self(Key::try_from(bytes.as_slice())?))
     }
@@ -119,7 +119,7 @@ pub fn set_cookie(key: &CookieKey, id: &str, secure: bool) -> String {
 fn new_id() -> String {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).expect("the OS random source");
-    crate::catalog::document::hex(&bytes)
+    hex::encode(bytes)
 }
 
 /// What the middleware needs: the key, whether the site is served over https, and the proxies

@@ -56,10 +56,10 @@ impl BillingConfig {
                 .map(SecretString::from)
         };
         Some(Self {
-            secret_key: secret(&config.stripe_secret_key)?,
-            price_id: set(&config.stripe_price_id)?,
-            webhook_secret: secret(&config.stripe_webhook_secret)?,
-            api_base: set(&config.stripe_api_base),
+            secret_key: secret(&config.billing.stripe_secret_key)?,
+            price_id: set(&config.billing.stripe_price_id)?,
+            webhook_secret: secret(&config.billing.stripe_webhook_secret)?,
+            api_base: set(&config.billing.stripe_api_base),
         })
     }
 }

@@ -159,7 +159,7 @@ impl LexicalFields {
             hasher.update(field.as_bytes());
             hasher.update([0]);
         }
-        hex(&hasher.finalize())
+        hex::encode(hasher.finalize())
     }
 }
 
@@ -308,21 +308,7 @@ pub fn content_hash(model: &str, text: &str) -> String {
     hasher.update(model.as_bytes());
     hasher.update(b"\n");
     hasher.update(text.as_bytes());
-    hex(&hasher.finalize())
-}
-
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The bytes of a hex string (either case); `None` if it is not one.
-pub fn unhex(hex: &str) -> Option<Vec<u8>> {
-    if !hex.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..hex.len() / 2)
-        .map(|i| u8::from_str_radix(hex.get(i * 2..i * 2 + 2)?, 16).ok())
-        .collect()
+    hex::encode(hasher.finalize())
 }
 
 /// Single spaces, trimmed; control characters count as spaces.

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use unicode_segmentation::UnicodeSegmentation;
 
 use super::{
-    document::{Premise, clean_description, hex},
+    document::{Premise, clean_description},
     media::Media,
 };
 use sha2::{Digest, Sha256};
@@ -116,7 +116,7 @@ pub fn premise_inputs_hash(franchise: &Franchise, by_id: &HashMap<i32, &Media>) 
             hasher.update([0]);
         }
     }
-    hex(&hasher.finalize())
+    hex::encode(hasher.finalize())
 }
 
 /// Whole sentences from the start of `text`, as many as fit in `max_chars` (at least one; a

@@ -6,6 +6,7 @@ pub mod document;
 pub mod franchise;
 pub mod import;
 pub mod media;
+pub mod pages;
 pub mod passages;
 pub mod popularity;
 pub mod premise;

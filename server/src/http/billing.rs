@@ -47,11 +47,11 @@ pub async fn checkout(
     }
     // A subscription that is not over (say, past due): fix it in the portal rather than start
     // a second one.
-    if crate::billing::status(&state.pool, user.id)
+    if crate::billing::status(&state.db.primary, user.id)
         .await?
         .has_live_subscription
     {
-        return match billing.portal_url(&state.pool, &user, 0).await {
+        return match billing.portal_url(&state.db.primary, &user, 0).await {
             Ok(Some(url)) => Ok(Redirect::to(&url)),
             Ok(None) => Ok(Redirect::to("/account")),
             Err(error) => {
@@ -60,7 +60,7 @@ pub async fn checkout(
             }
         };
     }
-    match billing.checkout_url(&state.pool, &user).await {
+    match billing.checkout_url(&state.db.primary, &user).await {
         Ok(url) => Ok(Redirect::to(&url)),
         Err(error) => {
             tracing::error!(%error, user = user.id, "creating a Checkout Session failed");
@@ -83,7 +83,10 @@ pub async fn portal(
     let Some(billing) = &state.billing else {
         return Ok(Redirect::to("/account?error=billing-off"));
     };
-    match billing.portal_url(&state.pool, &user, form.account).await {
+    match billing
+        .portal_url(&state.db.primary, &user, form.account)
+        .await
+    {
         Ok(Some(url)) => Ok(Redirect::to(&url)),
         Ok(None) => Ok(Redirect::to("/premium")),
         Err(error) => {
@@ -120,7 +123,15 @@ pub async fn stripe_webhook(
     let Ok(payload) = std::str::from_utf8(&body) else {
         return Ok(bad("the body is not UTF-8".into()));
     };
-    match webhook::handle(&state.pool, &billing.endpoint(), payload, signature, None).await? {
+    match webhook::handle(
+        &state.db.primary,
+        &billing.endpoint(),
+        payload,
+        signature,
+        None,
+    )
+    .await?
+    {
         Ok(handled) => {
             let outcome = match handled {
                 Handled::Applied(kind) => format!("applied {kind}"),

@@ -35,10 +35,10 @@ pub struct Limits {
 impl Limits {
     pub fn from_config(config: &crate::config::Config) -> Self {
         Self {
-            request_timeout: Duration::from_millis(config.request_timeout_ms),
-            max_in_flight: config.max_requests_in_flight as usize,
-            per_network_per_second: config.requests_per_network_per_second,
-            per_network_burst: config.request_burst_per_network,
+            request_timeout: Duration::from_millis(config.http.request_timeout_ms),
+            max_in_flight: config.http.max_requests_in_flight as usize,
+            per_network_per_second: config.http.requests_per_network_per_second,
+            per_network_burst: config.http.request_burst_per_network,
         }
     }
 }

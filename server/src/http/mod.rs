@@ -28,7 +28,6 @@ use leptos::config::LeptosOptions;
 use leptos::prelude::provide_context;
 use leptos_axum::{AxumRouteListing, LeptosRoutes, generate_route_list};
 use serde::{Deserialize, Serialize};
-use sqlx::PgPool;
 use tower_http::{
     request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer},
     trace::TraceLayer,
@@ -66,7 +65,8 @@ pub struct SiteConfig {
 #[derive(Clone, FromRef)]
 pub struct AppState {
     pub leptos_options: LeptosOptions,
-    pub pool: PgPool,
+    /// The database's pools (primary and reads), as every service gets them.
+    pub db: crate::db::Db,
     pub search: SearchEngine,
     /// Charges text searches (one task and one unit per payer and query in flight).
     pub meter: crate::quota::Meter,
@@ -76,7 +76,12 @@ pub struct AppState {
 }
 
 impl AppState {
-    pub fn new(pool: PgPool, search: SearchEngine, site: SiteConfig, site_root: &Path) -> Self {
+    pub fn new(
+        db: crate::db::Db,
+        search: SearchEngine,
+        site: SiteConfig,
+        site_root: &Path,
+    ) -> Self {
         let leptos_options = LeptosOptions::builder()
             .output_name(BUNDLE_NAME)
             .site_root(site_root.to_string_lossy().as_ref())
@@ -84,7 +89,7 @@ impl AppState {
             .build();
         Self {
             leptos_options,
-            pool,
+            db,
             search,
             meter: crate::quota::Meter::default(),
             site,
@@ -114,6 +119,7 @@ pub fn router(state: AppState) -> Router {
     let routes = page_routes();
     let options = state.leptos_options.clone();
     let pages_backend: SharedBackend = Arc::new(backend::PagesBackend {
+        db: state.db.clone(),
         search: state.search.clone(),
         meter: state.meter.clone(),
         site: state.site.clone(),
@@ -211,7 +217,7 @@ fn session_layer(
     state: &AppState,
 ) -> tower_sessions::SessionManagerLayer<tower_sessions_sqlx_store::PostgresStore> {
     tower_sessions::SessionManagerLayer::new(tower_sessions_sqlx_store::PostgresStore::new(
-        state.pool.clone(),
+        state.db.primary.clone(),
     ))
     .with_name(crate::accounts::session_cookie_name(
         state.site.visitors.secure,
@@ -267,7 +273,7 @@ async fn cover(
     UrlPath(id): UrlPath<i32>,
 ) -> Result<axum::response::Response, ApiError> {
     use axum::{http::header, response::IntoResponse};
-    match state.site.images.cover(state.search.reads(), id).await? {
+    match state.site.images.cover(&state.db.reads, id).await? {
         crate::images::Poster::Image {
             bytes,
             content_type,
@@ -338,9 +344,9 @@ struct Health {
 /// cannot be reached. A read replica is reported (reachable, in recovery, replay lag) but does
 /// not fail the check: every app server shares it, and pages and accounts work without it.
 async fn healthz(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
-    let versions = crate::db::versions(&state.pool).await?;
-    let replica = match state.search.has_replica() {
-        true => Some(crate::db::replica_health(state.search.reads()).await),
+    let versions = crate::db::versions(&state.db.primary).await?;
+    let replica = match state.db.has_replica() {
+        true => Some(crate::db::replica_health(&state.db.reads).await),
         false => None,
     };
     Ok(Json(Health {
@@ -384,10 +390,11 @@ async fn api_search(
     if security::not_requested(&request) {
         return Err(ApiError::NotRequested);
     }
-    let (payer, _) = crate::accounts::payer(&state.pool, &request).await?;
+    let (payer, _) = crate::accounts::payer(&state.db.primary, &request).await?;
     let results = state
         .meter
         .search(
+            &state.db,
             &state.search,
             &payer,
             &state.site.rules,
@@ -412,7 +419,7 @@ async fn api_similar(
 ) -> Result<Json<Vec<AnimeCard>>, ApiError> {
     let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM anime WHERE id = $1)")
         .bind(id)
-        .fetch_one(&state.pool)
+        .fetch_one(&state.db.primary)
         .await?;
     if !exists {
         return Err(ApiError::NotFound(format!("no anime {id}")));

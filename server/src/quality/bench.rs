@@ -1,8 +1,9 @@
 //! `server bench`: latency per search stage over the evaluation queries, "similar to" through
-//! the HNSW index next to an exact scan of the same query, document embedding throughput next
-//! to the previous (candle) forward pass, and a no-change re-ingest; `server bench embed`
-//! ([`super::bench_embed`]) measures the embedder alone. Each baseline is measured in the same run
-//! on the same data, so the numbers compare like with like.
+//! the HNSW index next to an exact scan of the same query, document embedding throughput, and a
+//! no-change re-ingest. The embedder against its previous (candle) forward pass is `server bench
+//! embed` ([`super::bench_embed`]), in a build with the `baselines` feature: candle is not part of
+//! the product. Each baseline is measured in the same run on the same data, so the numbers
+//! compare like with like.
 
 use std::{
     path::PathBuf,
@@ -17,13 +18,14 @@ use sqlx::PgPool;
 use super::eval::EvalSet;
 use crate::search::{
     SearchEngine, StageTimes,
-    e5::{self, Kind, candle::CandleE5},
+    e5::{self, Kind},
     embedder, vector,
 };
 use crate::{catalog, config::Config};
 
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
+    #[cfg(feature = "baselines")]
     #[command(subcommand)]
     pub only: Option<BenchOnly>,
     /// Timed passes over the evaluation queries (after one warm-up pass).
@@ -40,6 +42,7 @@ pub struct BenchArgs {
     pub report: Option<PathBuf>,
 }
 
+#[cfg(feature = "baselines")]
 #[derive(Debug, clap::Subcommand)]
 pub enum BenchOnly {
     /// Only the local embedder, against its previous implementation (under a minute, no
@@ -83,7 +86,6 @@ struct Report {
     /// Share of the exact scan's candidates that the indexes returned (approximate recall).
     similar_index_recall: f64,
     embed_docs_per_second: Option<f64>,
-    embed_docs_per_second_candle_baseline: Option<f64>,
     reingest_seconds: Option<f64>,
 }
 
@@ -94,25 +96,28 @@ pub async fn run(config: &Config, pool: PgPool, args: BenchArgs) -> Result<()> {
         .await?;
     let mut engine = SearchEngine::new(pool.clone(), embedder.clone())
         .with_second_view(crate::search::second_view::from_config(config)?)
-        .with_translator(config.translator())
-        .with_thesaurus(config.thesaurus());
-    if config.vectors_in_memory {
+        .with_translator(crate::search::translate::Translator::from_config(
+            &config.search,
+        ))
+        .with_thesaurus(crate::search::thesaurus::Thesaurus::from_config(
+            &config.search,
+        ));
+    if config.search.vectors_in_memory {
         engine = engine.holding_vectors_in_memory().await?;
     }
     let (stages, cache_hits) =
         text_search(&engine, embedder.model(), catalog_size, args.rounds).await?;
     let similar = similar_to(&pool, embedder.model()).await?;
-    let (mut served_rate, mut baseline_rate) = (None, None);
+    let mut served_rate = None;
     if args.embed_sample > 0 && e5::is_local(embedder.model()) {
-        let (served, baseline) = document_embedding(config, &pool, args.embed_sample).await?;
-        (served_rate, baseline_rate) = (Some(served), Some(baseline));
+        served_rate = Some(document_embedding(config, &pool, args.embed_sample).await?);
     }
     let reingest = match &args.catalog {
         Some(path) => Some(
             reingest(
                 &pool,
                 embedder.as_ref(),
-                config.document_translator().as_ref(),
+                crate::catalog::DocumentTranslator::from_config(&config.search).as_ref(),
                 path,
             )
             .await?,
@@ -129,7 +134,6 @@ pub async fn run(config: &Config, pool: PgPool, args: BenchArgs) -> Result<()> {
             similar_exact_scan: similar.exact,
             similar_index_recall: similar.index_recall,
             embed_docs_per_second: served_rate,
-            embed_docs_per_second_candle_baseline: baseline_rate,
             reingest_seconds: reingest,
         };
         crate::files::write_json(path, &report)?;
@@ -303,34 +307,31 @@ async fn similar_to(pool: &PgPool, model: &str) -> Result<SimilarBench> {
     Ok(bench)
 }
 
-/// Documents per second embedded by the served encoder and by the candle baseline, on a sample
-/// of `sample` stored documents.
-async fn document_embedding(config: &Config, pool: &PgPool, sample: usize) -> Result<(f64, f64)> {
+/// Documents per second the served encoder embeds, on a sample of `sample` stored documents.
+async fn document_embedding(config: &Config, pool: &PgPool, sample: usize) -> Result<f64> {
     let texts: Vec<String> =
         sqlx::query_scalar("SELECT body FROM documents ORDER BY md5(anime_id::text) LIMIT $1")
             .bind(sample as i64)
             .fetch_all(pool)
             .await?;
-    let cache = config.embedded.cache_dir();
     let workers = config.embed_workers();
-    let served = e5::load(&cache, config.e5_kernel)?;
-    let (weights, tokenizer) = e5::ensure_files(&cache)?;
-    let baseline = CandleE5::load(&weights, &tokenizer)?;
-    let rate = |embed: &(dyn Fn(&str) -> Result<Vec<f32>> + Sync)| -> Result<f64> {
-        let began = Instant::now();
-        tokio::task::block_in_place(|| embedder::in_parallel(&texts, workers, embed))?;
-        Ok(texts.len() as f64 / began.elapsed().as_secs_f64())
-    };
+    let served = e5::load(&config.db.embedded.cache_dir(), config.search.e5_kernel)?;
     let cut = embedder::LOCAL_PASSAGE_TOKENS;
-    let served_rate = rate(&|text| served.embed(text, Kind::Passage, cut).map_err(Into::into))?;
-    let baseline_rate = rate(&|text| baseline.embed(text, Kind::Passage, cut))?;
+    let began = Instant::now();
+    tokio::task::block_in_place(|| {
+        embedder::in_parallel(&texts, workers, |text| {
+            served.embed(text, Kind::Passage, cut).map_err(Into::into)
+        })
+    })?;
+    let rate = texts.len() as f64 / began.elapsed().as_secs_f64();
     println!(
         "\ndocument embedding ({} documents, {workers} workers, cut at {cut} tokens): \
-         served ({} kernel) {served_rate:.2} docs/s, candle f32 (baseline) {baseline_rate:.2} docs/s",
+         served ({} kernel) {rate:.2} docs/s (against its candle baseline: `server bench embed`, \
+         built with `--features baselines`)",
         texts.len(),
         served.kernel(),
     );
-    Ok((served_rate, baseline_rate))
+    Ok(rate)
 }
 
 /// Seconds a no-change re-ingest of `path` (already loaded) takes, vectors included. With the

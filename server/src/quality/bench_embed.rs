@@ -83,9 +83,9 @@ pub async fn run(config: &Config, args: EmbedBenchArgs) -> Result<()> {
 }
 
 fn run_blocking(config: &Config, args: &EmbedBenchArgs) -> Result<()> {
-    let cache = config.embedded.cache_dir();
+    let cache = config.db.embedded.cache_dir();
     let (weights, tokenizer) = e5::ensure_files(&cache)?;
-    let served = Arc::new(e5::load(&cache, config.e5_kernel)?);
+    let served = Arc::new(e5::load(&cache, config.search.e5_kernel)?);
     let baseline = Arc::new(CandleE5::load(&weights, &tokenizer)?);
     let workers = config.embed_workers();
     let build = if cfg!(debug_assertions) {

@@ -400,7 +400,7 @@ pub async fn run(
     let mut confident = ConfidentReport::default();
     let mut fit_cases: Vec<FitCase> = Vec::new();
     // The pool the pipeline reads (the replica when one is configured), as the trace does.
-    let pool = engine.reads();
+    let pool = &engine.db().reads;
     let catalog_size: i64 = sqlx::query_scalar("SELECT count(*) FROM anime")
         .fetch_one(pool)
         .await?;
@@ -611,7 +611,7 @@ async fn rank_text_case(
             };
             confident.llm_seconds += began.elapsed().as_secs_f64();
             let (served, _) =
-                parts::placed(engine.reads(), &complete(order), &Filters::default()).await?;
+                parts::placed(&engine.db().reads, &complete(order), &Filters::default()).await?;
             Some(served)
         }
         None => None,
@@ -709,7 +709,7 @@ async fn seed_001(
 ) -> Result<Vec<i32>> {
     let ids: Vec<i32> = lexical.iter().map(|hit| hit.anime_id).collect();
     let distances: BTreeMap<i32, f64> =
-        vector::distances(engine.reads(), model, query_vector, &ids)
+        vector::distances(&engine.db().reads, model, query_vector, &ids)
             .await?
             .into_iter()
             .collect();

@@ -4,5 +4,6 @@
 //! only: nothing here serves a request.
 
 pub mod bench;
+#[cfg(feature = "baselines")]
 pub mod bench_embed;
 pub mod eval;

@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 use unicode_normalization::UnicodeNormalization;
 
-use super::{BRANCH_LIMIT, CONFIDENT_MARGIN, PAGE_SIZE, fusion, lexical, parts, rerank};
+use super::{lexical, rerank};
 
 /// Bump when search code changes what a query returns in a way the constants below miss.
 const PIPELINE_REVISION: u32 = 4;
@@ -48,8 +48,9 @@ fn normalise_once(query: &str) -> String {
         .join(" ")
 }
 
-/// Everything that shapes a results page besides the query and the catalog: the models, the
-/// constants of each stage, and a revision number for code changes the constants miss.
+/// Everything that shapes a results page besides the query and the catalog: the models, every
+/// number ([`super::params::PARAMS`]), the SQL and word tables, and a revision number for code
+/// changes those miss.
 /// `synonyms` says whether English words also match their WordNet synonyms.
 pub fn pipeline_fingerprint(
     embedding_model: &str,
@@ -69,29 +70,25 @@ pub fn pipeline_fingerprint(
         vector = format!("{vector}|second:{}", super::vector::fingerprint(view));
     }
     format!(
-        "r{PIPELINE_REVISION}|{embedding_model}|{reranker}|{translator}|w{synonyms}|k{}|b{BRANCH_LIMIT}|p{PAGE_SIZE}|c{CONFIDENT_MARGIN}|n{}+{}|{}|{}|s{}|{}|parts{}x{}/{}@{}",
-        fusion::K,
-        rerank::CANDIDATES,
-        rerank::BRANCH_HEADS,
+        "r{PIPELINE_REVISION}|{embedding_model}|{reranker}|{translator}|w{synonyms}|{}|s{}|{}|{}|{}",
+        super::params::PARAMS.fingerprint(),
+        crate::catalog::pages::SNIPPET_CHARS,
         rerank::fingerprint(rerank::FEATURES),
         lexical::fingerprint(),
-        super::SNIPPET_CHARS,
-        crate::catalog::document::hex(&Sha256::digest(vector.as_bytes())),
-        parts::LEADING_WORKS,
-        parts::PARTS_PER_WORK,
-        parts::MAX_PARTS,
-        parts::PARTS_AFTER,
+        hex::encode(Sha256::digest(vector.as_bytes())),
     )
 }
 
-pub fn results_key(pipeline: &str, query: &str, filters: &Filters) -> String {
+/// The key of a page: `normalised` is the query as [`normalise`] leaves it
+/// ([`super::Query::results_key`]).
+pub fn results_key(pipeline: &str, normalised: &str, filters: &Filters) -> String {
     let mut hasher = Sha256::new();
     hasher.update(pipeline.as_bytes());
     hasher.update([0]);
-    hasher.update(normalise(query).as_bytes());
+    hasher.update(normalised.as_bytes());
     hasher.update([0]);
     hasher.update(serde_json::to_vec(filters).expect("filters serialise"));
-    crate::catalog::document::hex(&hasher.finalize())
+    hex::encode(hasher.finalize())
 }
 
 pub async fn catalog_version(pool: &PgPool) -> Result<i64, sqlx::Error> {
@@ -193,7 +190,7 @@ mod tests {
     #[test]
     fn equivalent_queries_share_a_key_and_filters_do_not() {
         let filters = Filters::default();
-        let key = |q: &str, f: &Filters| results_key("p", q, f);
+        let key = |q: &str, f: &Filters| results_key("p", &normalise(q), f);
         assert_eq!(key("Mushi  Shi", &filters), key("mushi shi", &filters));
         // NFKC: full-width letters and a composed accent read the same.
         assert_eq!(key("ＭＵＳＨＩ", &filters), key("mushi", &filters));

@@ -7,6 +7,16 @@
 //! `rerank::LocalReranker::features`), which is all they do: they never filter, because a
 //! remembered decade or format is sometimes wrong.
 
+/// A hash of every word table here: part of the results cache's key
+/// ([`super::params::SearchParams::fingerprint`]), as a new word changes pages.
+pub fn fingerprint() -> String {
+    use sha2::Digest;
+    let tables = format!(
+        "{DECADE_WORDS:?}|{DECADE_LEADS:?}|{MOVIE_WORDS:?}|{SERIES_WORDS:?}|{OVA_WORDS:?}|{GENRE_WORDS:?}"
+    );
+    hex::encode(sha2::Sha256::digest(tables.as_bytes()))
+}
+
 /// The era and format a query mentions, in Spanish or English.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct QueryCues {

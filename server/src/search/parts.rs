@@ -14,14 +14,14 @@ use sqlx::PgPool;
 
 use super::filters;
 
-/// How many of the page's leading results have their parts brought in.
-pub const LEADING_WORKS: usize = 3;
-/// At most this many parts per leading work (the best known first), and in all: a long
-/// franchise's films must not fill the page.
-pub const PARTS_PER_WORK: usize = 2;
-pub const MAX_PARTS: usize = 4;
-/// The parts go right after this many results; those keep their places.
-pub const PARTS_AFTER: usize = 10;
+/// [`SearchParams`](super::params::SearchParams)`::page.leading_works`.
+pub const LEADING_WORKS: usize = super::params::PARAMS.page.leading_works;
+/// [`SearchParams`](super::params::SearchParams)`::page.parts_per_work`.
+pub const PARTS_PER_WORK: usize = super::params::PARAMS.page.parts_per_work;
+/// [`SearchParams`](super::params::SearchParams)`::page.max_parts`.
+pub const MAX_PARTS: usize = super::params::PARAMS.page.max_parts;
+/// [`SearchParams`](super::params::SearchParams)`::page.parts_after`.
+pub const PARTS_AFTER: usize = super::params::PARAMS.page.parts_after;
 
 /// A part to place: the anime, and the leading result it is a part of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

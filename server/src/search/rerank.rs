@@ -17,18 +17,12 @@ use crate::catalog::popularity::MEMBERS_SQL;
 
 use super::{cues::QueryCues, fusion::Fused, lexical::LexicalHit, vector};
 
-/// Candidates handed to the rerank stage (the fused top). 25 rather than 50: the top 25 keeps
-/// the same members, so recall@25 can never drop, and cross-validated MRR was higher (0.733
-/// against 0.704 with 50).
-pub const CANDIDATES: usize = 25;
-/// Each branch's own top this many also go to the rerank stage, wherever fusion put them. RRF
-/// sums ranks, so an anime only one branch found (the lexical 13th, the vector 19th) falls
-/// behind every anime both found at middling ranks (fused 26th–40th) and the reranker never saw
-/// it. Measured with 10, 15, 20 and 30 (`docs/measurements.md`): with 15 no column of either
-/// evaluation set is lower, cross-validated, and MRR is higher on both; 20 and 30 lost dev hit@5.
-pub const BRANCH_HEADS: usize = 15;
-/// Synopsis characters in a candidate's summary for a language model.
-const SUMMARY_CHARS: usize = 300;
+/// [`SearchParams`](super::params::SearchParams)`::rerank.candidates`.
+pub const CANDIDATES: usize = super::params::PARAMS.rerank.candidates;
+/// [`SearchParams`](super::params::SearchParams)`::rerank.branch_heads`.
+pub const BRANCH_HEADS: usize = super::params::PARAMS.rerank.branch_heads;
+/// [`SearchParams`](super::params::SearchParams)`::rerank.summary_chars`.
+const SUMMARY_CHARS: usize = super::params::PARAMS.rerank.summary_chars;
 
 /// Everything a reranker may weigh about one candidate.
 #[derive(Debug, Clone, PartialEq)]
@@ -639,9 +633,9 @@ pub fn from_config(config: &crate::config::Config) -> std::sync::Arc<dyn Reranke
     match config.openai_key() {
         Some(key) => std::sync::Arc::new(LlmReranker::new(
             key,
-            config.openai_base_url.as_deref(),
-            &config.rerank_model,
-            std::time::Duration::from_millis(config.rerank_timeout_ms),
+            config.openai.openai_base_url.as_deref(),
+            &config.search.rerank_model,
+            std::time::Duration::from_millis(config.search.rerank_timeout_ms),
         )),
         None => std::sync::Arc::new(LocalReranker::default()),
     }
@@ -650,6 +644,20 @@ pub fn from_config(config: &crate::config::Config) -> std::sync::Arc<dyn Reranke
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn without_a_key_the_reranker_is_local() {
+        let local = crate::config::Config::from_args(&["--openai-api-key", " "]).unwrap();
+        assert_eq!(from_config(&local).name(), "local");
+        let keyed = crate::config::Config::from_args(&[
+            "--openai-api-key",
+            "sk-x",
+            "--rerank-model",
+            "gpt-5.4-mini",
+        ])
+        .unwrap();
+        assert_eq!(from_config(&keyed).name(), "openai:gpt-5.4-mini");
+    }
 
     fn candidate(id: i32) -> Candidate {
         Candidate {

@@ -63,10 +63,10 @@ pub fn load(cache_dir: &Path) -> Result<usem3::Encoder> {
 
 /// The second view the configuration asks for (`--second-view`), loaded; `None` for `none`.
 pub fn from_config(config: &crate::config::Config) -> Result<Option<Arc<dyn Embedder>>> {
-    match config.second_view.trim() {
+    match config.search.second_view.trim() {
         "none" | "" => Ok(None),
         MODEL_NAME => {
-            let encoder = load(&config.embedded.cache_dir())?;
+            let encoder = load(&config.db.embedded.cache_dir())?;
             Ok(Some(Arc::new(SecondView::new(
                 encoder,
                 config.embed_workers(),

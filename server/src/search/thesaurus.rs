@@ -14,11 +14,11 @@
 use std::{collections::HashMap, path::Path};
 
 /// Where Debian's `wordnet-base` puts the database.
-pub const DEBIAN_DATA_DIR: &str = "/usr/share/wordnet";
-/// Senses per part of speech whose words count as synonyms (WordNet orders senses by frequency).
-pub const SENSES: usize = 3;
-/// Synonyms kept per query word, in WordNet's order (bounds the lexical branch's lookups).
-pub const MAX_SYNONYMS: usize = 8;
+pub const DEBIAN_DATA_DIR: &str = crate::config::DEBIAN_WORDNET_DIR;
+/// [`SearchParams`](super::params::SearchParams)`::lexical.synonym_senses`.
+pub const SENSES: usize = super::params::PARAMS.lexical.synonym_senses;
+/// [`SearchParams`](super::params::SearchParams)`::lexical.max_synonyms`.
+pub const MAX_SYNONYMS: usize = super::params::PARAMS.lexical.max_synonyms;
 
 /// Parts of speech as WordNet's file names and data lines spell them, with the suffix rules of
 /// its `morphy` (how an inflected form is turned back into a lemma).
@@ -83,6 +83,14 @@ pub struct Thesaurus {
 }
 
 impl Thesaurus {
+    /// The synonyms `config` asks for (see its `wordnet_dir`; `none` turns them off).
+    pub fn from_config(config: &crate::config::SearchConfig) -> Option<std::sync::Arc<Self>> {
+        if config.wordnet_dir.as_os_str() == "none" {
+            return None;
+        }
+        Self::load_or_warn(&config.wordnet_dir).map(std::sync::Arc::new)
+    }
+
     /// Reads the WordNet database in `dir` (`index.*`, `data.*`, `*.exc`).
     pub fn load(dir: &Path) -> Result<Self, ThesaurusError> {
         let mut thesaurus = Self::default();

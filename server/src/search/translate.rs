@@ -37,21 +37,21 @@ use tokio::{
 };
 
 /// Where Debian's `apertium-eng-spa` puts its data.
-pub const DEBIAN_DATA_DIR: &str = "/usr/share/apertium/apertium-eng-spa";
+pub const DEBIAN_DATA_DIR: &str = crate::config::DEBIAN_APERTIUM_DIR;
 /// Time one translation may take; past it the query is searched as typed.
 pub const BUDGET: Duration = Duration::from_millis(500);
-/// A query is translated when at least this share of its words are Spanish words Apertium knows.
-pub const MIN_SPANISH_SHARE: f32 = 0.5;
+/// [`SearchParams`](super::params::SearchParams)`::translate.min_spanish_share`.
+pub const MIN_SPANISH_SHARE: f32 = super::params::PARAMS.translate.min_spanish_share;
 /// Queries are bounded before they get here; this bounds what a translation may return.
 const MAX_OUTPUT_BYTES: usize = 16 * 1024;
-/// Unknown words of one query whose other spellings are tried (the rest stay as typed).
-const MAX_RESTORED_WORDS: usize = 12;
-/// Other spellings tried per unknown word, and in all: a made-up word has as many accent
-/// variants as letters, and a query of long made-up words once made a 68 KB call.
-const MAX_SPELLINGS_PER_WORD: usize = 12;
-const MAX_SPELLINGS: usize = 96;
-/// A longer unknown word is not respelled (Spanish words this long are rare; made-up ones not).
-const MAX_RESPELLED_CHARS: usize = 20;
+/// [`SearchParams`](super::params::SearchParams)`::translate.max_restored_words`.
+const MAX_RESTORED_WORDS: usize = super::params::PARAMS.translate.max_restored_words;
+/// [`SearchParams`](super::params::SearchParams)`::translate.max_spellings_per_word`.
+const MAX_SPELLINGS_PER_WORD: usize = super::params::PARAMS.translate.max_spellings_per_word;
+/// [`SearchParams`](super::params::SearchParams)`::translate.max_spellings`.
+const MAX_SPELLINGS: usize = super::params::PARAMS.translate.max_spellings;
+/// [`SearchParams`](super::params::SearchParams)`::translate.max_respelled_chars`.
+const MAX_RESPELLED_CHARS: usize = super::params::PARAMS.translate.max_respelled_chars;
 /// The most one call to a pipeline may carry: a whole query at its longest (1 000 characters of
 /// up to 4 bytes) and the respellings fit; anything longer is searched as typed.
 pub const MAX_CALL_BYTES: usize = 4 * 1024 + 64;
@@ -334,11 +334,6 @@ fn respelled(query: &str, spellings: &[(String, String)]) -> String {
     out
 }
 
-/// `path` as one single-quoted `sh` word, whatever characters it holds.
-pub(crate) fn shell_quoted(path: &Path) -> String {
-    format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
-}
-
 /// One `spa-eng` pipeline: a process per stage, each reading the one before through a pipe.
 struct Pipeline {
     stages: Vec<Child>,
@@ -496,6 +491,14 @@ impl std::fmt::Debug for Translator {
 }
 
 impl Translator {
+    /// The query translator `config` asks for (see its `apertium_dir`; `none` turns it off).
+    pub fn from_config(config: &crate::config::SearchConfig) -> Option<std::sync::Arc<Self>> {
+        if config.apertium_dir.as_os_str() == "none" {
+            return None;
+        }
+        Self::new(&config.apertium_dir).map(std::sync::Arc::new)
+    }
+
     /// A translator reading Apertium's `spa-eng` data from `data`; `None` (with a warning) when
     /// the data or the programs are missing, so the server starts and searches queries as typed.
     pub fn new(data: &Path) -> Option<Self> {
@@ -567,7 +570,7 @@ impl Translator {
         let everyday = sha2::Sha256::digest(format!("{EVERYDAY_WORDS:?}").as_bytes());
         format!(
             "apertium-spa-eng:{stamp}:plain-forms-and-accents-3:{}",
-            &crate::catalog::document::hex(&everyday)[..12]
+            &hex::encode(everyday)[..12]
         )
     }
 

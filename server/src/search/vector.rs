@@ -23,8 +23,14 @@ use super::{
 /// LIMIT asked for), and the iterative scan that keeps walking when filters reject rows.
 /// `set_config(…, true)` is `SET LOCAL` as a plain query (a `raw_sql` future trips rustc's
 /// higher-ranked `Send` check inside axum handlers).
-const INDEX_SETTINGS: &str = "SELECT set_config('hnsw.ef_search', '200', true),
-    set_config('hnsw.iterative_scan', 'relaxed_order', true)";
+/// `ef_search` is as deep as the larger pool ([`VectorParams::ef_search`](super::params::VectorParams::ef_search)).
+static INDEX_SETTINGS: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "SELECT set_config('hnsw.ef_search', '{}', true),
+             set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+        super::params::PARAMS.vector.ef_search()
+    )
+});
 
 /// The models that have an HNSW index (migrations `…_search.sql`, `…_passages.sql`,
 /// `…_trained_model_indexes.sql` and `…_second_view_indexes.sql`), with their dimensions.
@@ -95,42 +101,24 @@ pub fn passage_search_sql(model: &str) -> Result<String, VectorError> {
     )
 }
 
-/// Passages the passage walk takes (several may belong to one anime): pgvector's `ef_search`
-/// of [`INDEX_SETTINGS`], so the walk is one pass of the index. 200 rather than 100: an anime
-/// whose document and best passage both match fairly, but neither well enough for the first 100,
-/// is still found (measured: `docs/measurements.md`, "A deeper passage walk").
-pub const PASSAGE_POOL: usize = 200;
-/// Anime the document walk takes, also one pass of the index. The branch ranks by both cosines,
-/// so an anime whose document is 150th and whose best passage is outside the passage walk can
-/// still score in its top 5: taking the walk's first 50 only (the branch's limit, as before)
-/// lost *Mind Game* (document 150th by cosine, 5th in the branch now) for "un chico muere de un
-/// balazo, regresa a la vida y acaba atrapado dentro de una ballena" (measured:
-/// `docs/measurements.md`, "The whole document walk").
-pub const DOCUMENT_POOL: usize = 200;
-/// Weight of the nearest passage's cosine against the document's: a passage is one sentence
-/// window, so its match is the more specific evidence. Measured on both evaluation sets (vector
-/// branch alone, recall@20): 1 gave 0.88 and 0.68, 1.5 0.90 and 0.69, 2 0.90 and 0.70, 3 0.88
-/// and 0.70.
-const PASSAGE_WEIGHT: f64 = 2.0;
-/// Weight of the popularity prior, log10(AniList members) / 6 (0 to about 1; members estimated for
-/// a record without them, [`crate::catalog::popularity`]). Of two anime that
-/// fit a description about as well, people mostly mean the one they have heard of: e5's cosines
-/// crowd within a few hundredths, and without it obscure titles whose synopses happen to share
-/// the query's words fill the list. 0.05, 0.1 and 0.2 were measured (`docs/measurements.md`);
-/// 0.2 lost on both sets.
-const POPULARITY_WEIGHT: f64 = 0.1;
+/// [`SearchParams`](super::params::SearchParams)`::vector.passage_pool`.
+pub const PASSAGE_POOL: usize = super::params::PARAMS.vector.passage_pool;
+/// [`SearchParams`](super::params::SearchParams)`::vector.document_pool`.
+pub const DOCUMENT_POOL: usize = super::params::PARAMS.vector.document_pool;
+/// [`SearchParams`](super::params::SearchParams)`::vector.passage_weight`.
+const PASSAGE_WEIGHT: f64 = super::params::PARAMS.vector.passage_weight;
+/// [`SearchParams`](super::params::SearchParams)`::vector.popularity_weight`.
+const POPULARITY_WEIGHT: f64 = super::params::PARAMS.vector.popularity_weight;
 
-/// Changes whenever the vector branch's SQL, settings or weights do (part of the results
-/// cache's pipeline fingerprint).
+/// Changes whenever the vector branch's SQL or settings do (part of the results cache's
+/// pipeline fingerprint; its numbers are in [`SearchParams`](super::params::SearchParams)).
 pub fn fingerprint(model: &str) -> String {
     let sql = [search_sql, passage_search_sql, evidence_sql]
         .iter()
         .map(|sql| sql(model).unwrap_or_default())
         .collect::<Vec<_>>()
         .join("|");
-    format!(
-        "{sql}|{INDEX_SETTINGS}|{DOCUMENT_POOL}|{PASSAGE_POOL}|{PASSAGE_WEIGHT}|{POPULARITY_WEIGHT}"
-    )
+    format!("{sql}|{}", *INDEX_SETTINGS)
 }
 
 /// An anime the vector branch found, with the evidence it was scored by.
@@ -274,7 +262,7 @@ pub async fn search(
 ) -> Result<Vec<VectorHit>, VectorError> {
     let bound = pgvector::Vector::from(vector.to_vec());
     let mut tx = pool.begin().await?;
-    sqlx::query(INDEX_SETTINGS).execute(&mut *tx).await?;
+    sqlx::query(&INDEX_SETTINGS).execute(&mut *tx).await?;
     let mut walked: Vec<EvidenceRow> = Vec::new();
     for (sql, take) in [
         (search_sql(model)?, limit.max(DOCUMENT_POOL)),
@@ -516,7 +504,7 @@ pub(crate) async fn similar_candidates(
 ) -> Result<Vec<SimilarRow>, VectorError> {
     let settings = match scan {
         // The theme pool is larger than the default `ef_search`: the walk needs the settings.
-        Scan::Indexes => INDEX_SETTINGS,
+        Scan::Indexes => INDEX_SETTINGS.as_str(),
         Scan::Exact => {
             "SELECT set_config('enable_indexscan', 'off', true),
                     set_config('enable_bitmapscan', 'off', true)"

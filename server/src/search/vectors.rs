@@ -445,6 +445,22 @@ fn key(content_hash: &str) -> Option<[u8; 32]> {
     Some(out)
 }
 
+/// Vectors for every document that lacks one, through `embedder` and the disk cache in
+/// `<cache dir>/vectors` (what `server embed-documents` and the server's start run).
+pub async fn embed_documents(
+    config: &crate::config::Config,
+    pool: &PgPool,
+    embedder: &dyn Embedder,
+) -> Result<EmbedReport> {
+    let mut cache = VectorCache::open(
+        &config.db.embedded.cache_dir().join("vectors"),
+        &embedder.cache_version(),
+        embedder.dimension(),
+    )?;
+    let progress = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    embed_missing(pool, embedder, Some(&mut cache), progress).await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

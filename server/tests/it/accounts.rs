@@ -281,7 +281,7 @@ async fn neither_form_tells_whether_an_address_has_an_account(pool: PgPool) {
 #[sqlx::test(migrations = "../migrations")]
 async fn repeated_failures_are_throttled_per_address_and_per_network(pool: PgPool) {
     // Behind a proxy, so that tests can come from several networks.
-    let app = common::spawn_app_with(pool.clone(), |config| config.behind_proxy = true).await;
+    let app = common::spawn_app_with(pool.clone(), |config| config.http.behind_proxy = true).await;
     common::insert_user(&pool, "eva@example.com", PASSWORD).await;
     let attacker = Browser::from_network(&app, "203.0.113.66");
     for _ in 0..5 {
@@ -367,7 +367,7 @@ async fn repeated_failures_are_throttled_per_address_and_per_network(pool: PgPoo
 
 #[sqlx::test(migrations = "../migrations")]
 async fn failures_elsewhere_never_lock_the_owner_out_on_their_own_network(pool: PgPool) {
-    let app = common::spawn_app_with(pool.clone(), |config| config.behind_proxy = true).await;
+    let app = common::spawn_app_with(pool.clone(), |config| config.http.behind_proxy = true).await;
     common::insert_user(&pool, "ines@example.com", PASSWORD).await;
     let home = Browser::from_network(&app, "198.51.100.20");
     assert_eq!(
@@ -402,7 +402,7 @@ async fn failures_elsewhere_never_lock_the_owner_out_on_their_own_network(pool: 
 /// limit stops the sprayer and new faces, not someone who has logged in from there before.
 #[sqlx::test(migrations = "../migrations")]
 async fn an_accounts_own_network_lets_it_through_that_networks_limit(pool: PgPool) {
-    let app = common::spawn_app_with(pool.clone(), |config| config.behind_proxy = true).await;
+    let app = common::spawn_app_with(pool.clone(), |config| config.http.behind_proxy = true).await;
     let office = "198.51.100.30";
     common::insert_user(&pool, "olga@example.com", PASSWORD).await;
     common::insert_user(&pool, "nuno@example.com", PASSWORD).await;
@@ -434,7 +434,7 @@ async fn an_accounts_own_network_lets_it_through_that_networks_limit(pool: PgPoo
 
 #[sqlx::test(migrations = "../migrations")]
 async fn made_up_sign_up_links_hash_nothing_and_are_throttled_per_network(pool: PgPool) {
-    let app = common::spawn_app_with(pool.clone(), |config| config.behind_proxy = true).await;
+    let app = common::spawn_app_with(pool.clone(), |config| config.http.behind_proxy = true).await;
     let flood = Browser::from_network(&app, "203.0.113.9");
     {
         // Every hashing permit is taken: a confirmation that hashed would wait for one. Made-up
@@ -659,8 +659,10 @@ async fn a_signed_in_user_searches_on_their_own_plan(pool: PgPool) {
 
 #[sqlx::test(migrations = "../migrations")]
 async fn cleared_cookies_give_new_allowances_only_up_to_the_network_cap(pool: PgPool) {
-    let app =
-        common::spawn_app_with(pool.clone(), |config| config.new_visitors_per_network = 3).await;
+    let app = common::spawn_app_with(pool.clone(), |config| {
+        config.accounts.new_visitors_per_network = 3
+    })
+    .await;
     let fresh_visitor_search = || async {
         // A new browser each time: what clearing cookies amounts to.
         let browser = Browser::new(&app);
@@ -716,7 +718,8 @@ async fn the_dev_mailbox_is_served_only_when_turned_on(pool: PgPool) {
             .status(),
         404
     );
-    let on = common::spawn_app_with(pool.clone(), |config| config.dev_mailbox = true).await;
+    let on =
+        common::spawn_app_with(pool.clone(), |config| config.accounts.dev_mailbox = true).await;
     let browser = Browser::new(&on);
     let csrf = browser.csrf().await;
     browser
@@ -972,7 +975,7 @@ async fn a_password_reset_works_once_and_signs_out_every_session(pool: PgPool) {
 
 #[sqlx::test(migrations = "../migrations")]
 async fn made_up_and_expired_reset_links_change_nothing(pool: PgPool) {
-    let app = common::spawn_app_with(pool.clone(), |config| config.behind_proxy = true).await;
+    let app = common::spawn_app_with(pool.clone(), |config| config.http.behind_proxy = true).await;
     common::insert_user(&pool, "eva@example.com", PASSWORD).await;
     let guesser = Browser::from_network(&app, "203.0.113.9");
     let csrf = guesser.csrf().await;
@@ -1112,7 +1115,7 @@ async fn data_past_its_retention_goes_and_networks_are_forgotten_after_a_day(poo
 
 #[sqlx::test(migrations = "../migrations")]
 async fn the_account_lists_its_sessions_and_ends_the_others(pool: PgPool) {
-    let app = common::spawn_app_with(pool.clone(), |config| config.behind_proxy = true).await;
+    let app = common::spawn_app_with(pool.clone(), |config| config.http.behind_proxy = true).await;
     common::insert_user(&pool, "ana@example.com", PASSWORD).await;
     let (home, work) = (
         Browser::from_network(&app, "198.51.100.10"),

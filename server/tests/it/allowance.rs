@@ -204,7 +204,7 @@ async fn a_search_that_passes_its_deadline_is_refused_and_refunded(pool: PgPool)
             calls: calls.clone(),
         }));
     let app = common::spawn_app_on(pool.clone(), engine, |config| {
-        config.search_deadline_ms = 500;
+        config.search.search_deadline_ms = 500;
     })
     .await;
     let browser = Browser::new(&app);
@@ -315,5 +315,5 @@ async fn one_network_starts_three_anonymous_visitors_a_day_by_default(pool: PgPo
     }
     assert_eq!(statuses, [200, 200, 200, 429, 429]);
     let config = server::config::Config::from_args(&[]).unwrap();
-    assert_eq!(config.anonymous_searches_per_network, 3 * 10);
+    assert_eq!(config.accounts.anonymous_searches_per_network, 3 * 10);
 }

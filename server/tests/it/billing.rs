@@ -35,10 +35,10 @@ async fn shop(pool: &PgPool) -> Shop {
     .await
     .unwrap();
     let app = common::spawn_app_with(pool.clone(), |config| {
-        config.stripe_secret_key = Some("sk_test_123".into());
-        config.stripe_price_id = Some(PRICE.into());
-        config.stripe_webhook_secret = Some(SECRET.into());
-        config.stripe_api_base = Some(fake.base_url());
+        config.billing.stripe_secret_key = Some("sk_test_123".into());
+        config.billing.stripe_price_id = Some(PRICE.into());
+        config.billing.stripe_webhook_secret = Some(SECRET.into());
+        config.billing.stripe_api_base = Some(fake.base_url());
     })
     .await;
     fake.set_webhook_url(&app.url("/stripe/webhook"));

@@ -167,7 +167,7 @@ pub async fn spawn_app_with(pool: PgPool, configure: impl FnOnce(&mut Config)) -
 /// tasks), not yet served, with the folder holding its site and cookie key (keep it as long as
 /// the app runs).
 pub async fn build_app_on(
-    pool: PgPool,
+    pool: impl Into<server::db::Db>,
     engine: SearchEngine,
     configure: impl FnOnce(&mut Config),
 ) -> (Application, tempfile::TempDir) {
@@ -187,24 +187,24 @@ fn test_config(folder: &std::path::Path) -> Config {
     let mut config = Config::from_args(&[]).unwrap();
     config.addr = "127.0.0.1:0".parse().unwrap();
     config.site_root = folder.to_path_buf();
-    config.embedded.data_dir = folder.to_path_buf();
+    config.db.embedded.data_dir = folder.to_path_buf();
     config.public_url = None;
-    config.cookie_key = None;
-    config.behind_proxy = false;
-    config.trusted_proxies = Vec::new();
-    config.proxy_hops = 1;
+    config.accounts.cookie_key = None;
+    config.http.behind_proxy = false;
+    config.http.trusted_proxies = Vec::new();
+    config.http.proxy_hops = 1;
     // Tests send requests from one address much faster than a person: the per-network rate is
     // tested on its own (`http::limits`).
-    config.requests_per_network_per_second = 1_000_000;
-    config.request_burst_per_network = 1_000_000;
-    config.dev_mailbox = false;
-    config.smtp_url = None;
-    config.mail_from = None;
-    config.metrics_token = None;
-    config.stripe_secret_key = None;
-    config.stripe_price_id = None;
-    config.stripe_webhook_secret = None;
-    config.stripe_api_base = None;
+    config.http.requests_per_network_per_second = 1_000_000;
+    config.http.request_burst_per_network = 1_000_000;
+    config.accounts.dev_mailbox = false;
+    config.accounts.smtp_url = None;
+    config.accounts.mail_from = None;
+    config.http.metrics_token = None;
+    config.billing.stripe_secret_key = None;
+    config.billing.stripe_price_id = None;
+    config.billing.stripe_webhook_secret = None;
+    config.billing.stripe_api_base = None;
     config
 }
 
@@ -226,7 +226,7 @@ fn capture_server_logs() {
 /// The app as `server serve` builds it (`startup::Application::build_with`), over `pool` and
 /// `engine`, serving until the test ends.
 pub async fn spawn_app_on(
-    pool: PgPool,
+    pool: impl Into<server::db::Db>,
     engine: SearchEngine,
     configure: impl FnOnce(&mut Config),
 ) -> TestApp {

@@ -794,7 +794,7 @@ async fn metrics_count_stages_cache_hits_fallbacks_and_refusals(pool: PgPool) {
 #[sqlx::test(migrations = "../migrations")]
 async fn metrics_ask_for_the_token_when_one_is_set(pool: PgPool) {
     let app = common::spawn_app_with(pool, |config| {
-        config.metrics_token = Some("scrape-me".into());
+        config.http.metrics_token = Some("scrape-me".into());
     })
     .await;
     let client = reqwest::Client::new();

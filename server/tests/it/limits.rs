@@ -21,9 +21,9 @@ const MUSHISHI: i32 = 457;
 #[sqlx::test(migrations = "../migrations")]
 async fn a_flooding_network_gets_429_and_other_networks_do_not_notice(pool: PgPool) {
     let app = common::spawn_app_with(pool.clone(), |config| {
-        config.behind_proxy = true;
-        config.requests_per_network_per_second = 1;
-        config.request_burst_per_network = 5;
+        config.http.behind_proxy = true;
+        config.http.requests_per_network_per_second = 1;
+        config.http.request_burst_per_network = 5;
     })
     .await;
     let flood = Browser::from_network(&app, "203.0.113.9");
@@ -86,7 +86,7 @@ async fn past_the_concurrency_cap_requests_are_turned_away_at_once(pool: PgPool)
             most: most.clone(),
         }));
     let app = common::spawn_app_on(pool.clone(), engine, |config| {
-        config.max_requests_in_flight = 2;
+        config.http.max_requests_in_flight = 2;
     })
     .await;
     let browser = Arc::new(Browser::new(&app));
@@ -157,8 +157,8 @@ async fn stall_anime(pool: &PgPool) -> sqlx::Transaction<'static, sqlx::Postgres
 #[sqlx::test(migrations = "../migrations")]
 async fn a_request_stuck_on_a_stalled_database_is_answered_at_its_time_limit(pool: PgPool) {
     let app = common::spawn_app_with(pool.clone(), |config| {
-        config.search_deadline_ms = 100;
-        config.request_timeout_ms = 5_200;
+        config.search.search_deadline_ms = 100;
+        config.http.request_timeout_ms = 5_200;
     })
     .await;
     let browser = Browser::new(&app);
@@ -185,8 +185,8 @@ async fn a_request_stuck_on_a_stalled_database_is_answered_at_its_time_limit(poo
 #[sqlx::test(migrations = "../migrations")]
 async fn a_time_limit_shorter_than_the_search_deadline_is_refused(pool: PgPool) {
     let mut config = server::config::Config::from_args(&[]).unwrap();
-    config.search_deadline_ms = 20_000;
-    config.request_timeout_ms = 10_000;
+    config.search.search_deadline_ms = 20_000;
+    config.http.request_timeout_ms = 10_000;
     config.addr = "127.0.0.1:0".parse().unwrap();
     let engine = common::demo_engine(&pool).await;
     let error = server::startup::Application::build_with(&config, pool, engine)

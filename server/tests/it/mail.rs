@@ -297,8 +297,8 @@ async fn the_running_app_delivers_sign_up_mail_through_smtp(pool: PgPool) {
     let smtp = smtp();
     let url = smtp.url();
     let app = common::spawn_app_with(pool.clone(), |config| {
-        config.smtp_url = Some(SecretString::from(url));
-        config.mail_from = Some("Zenbu <hello@zenbu.test>".into());
+        config.accounts.smtp_url = Some(SecretString::from(url));
+        config.accounts.mail_from = Some("Zenbu <hello@zenbu.test>".into());
     })
     .await;
     let browser = Browser::new(&app);

@@ -20,6 +20,7 @@ mod http;
 mod in_memory;
 mod limits;
 mod mail;
+mod module_graph;
 mod posters;
 mod premise;
 mod quota;

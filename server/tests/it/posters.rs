@@ -35,7 +35,7 @@ async fn set_cover(pool: &PgPool, id: i32, url: &str, color: &str) {
 async fn posters_are_served_from_this_site_and_never_break_a_page(pool: PgPool) {
     let host = image_host().await;
     let app = common::spawn_app_with(pool.clone(), |config| {
-        config.image_hosts = vec![host.addr.to_string()];
+        config.http.image_hosts = vec![host.addr.to_string()];
     })
     .await;
     set_cover(

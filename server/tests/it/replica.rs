@@ -118,9 +118,11 @@ async fn searches_read_the_replica_and_write_the_primary() {
         .unwrap()
         .expect("a replica");
 
+    // One `Db` for the app's services and the engine, as `serve` builds it.
+    let pools = db::Db::new(primary_pool.clone()).with_replica(replica);
     let app = common::spawn_app_on(
-        primary_pool.clone(),
-        engine.with_read_replica(replica),
+        pools.clone(),
+        engine.with_read_replica(pools.reads.clone()),
         |_| {},
     )
     .await;
