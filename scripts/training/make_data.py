@@ -8,6 +8,8 @@ Kinds (seeded, so a rerun writes the same file):
   the anime's genres and its tags ranked >= 60;
 - `sequel`: a later entry of a franchise, from its own synopsis (not the franchise premise),
   sometimes led by "the season where …";
+- `llm`: descriptions the local LLM wrote from a synopsis (`llm_queries.py`, committed as
+  `llm_queries.jsonl`; `--llm FILE`), some without their "show about" lead;
 - about two thirds of every kind translated to Spanish by Apertium (most users write Spanish).
 
 No query may share more than 4 consecutive words with any case of any evaluation set: such
@@ -242,6 +244,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--seed", type=int, default=38)
     ap.add_argument("--spanish", type=float, default=0.67)
+    ap.add_argument("--llm", help="the LLM's queries (llm_queries.jsonl), merged in")
     args = ap.parse_args()
     rng = random.Random(args.seed)
 
@@ -320,6 +323,9 @@ def main():
         out.append({"query": query, "lang": r["lang"], "kind": r["kind"],
                     "anime_id": r["anime_id"], "source": r.get("source")})
 
+    if args.llm:
+        out += llm_rows(args.llm, args.spanish, args.seed)
+
     # Nothing that overlaps an evaluation case by five words in a row.
     grams, cases = eval_ngrams(args.eval)
     kept = [o for o in out if not (ngrams(o["query"]) & grams)]
@@ -331,6 +337,27 @@ def main():
     print(json.dumps({"queries": len(kept), "dropped_for_overlap": dropped,
                       "eval_cases_checked": cases,
                       "by_kind": {f"{k}/{l}": n for (k, l), n in sorted(kinds.items())}}))
+
+
+# How the small LLM starts most of its answers; people start with the story as often.
+LLM_LEAD = re.compile(r"^(an? )?(anime |show |series )(about |where |that |in which |with |of )", re.I)
+
+
+def llm_rows(path, spanish, seed):
+    """The LLM's queries: half lose their "show about" lead, about two thirds go to Spanish.
+    Their own random stream, so the rule-made queries stay as they were without them."""
+    rng = random.Random(seed + 1)
+    rows = [json.loads(l) for l in Path(path).read_text().splitlines() if l.strip()]
+    for r in rows:
+        if rng.random() < 0.5:
+            r["query"] = LLM_LEAD.sub("", r["query"])
+        r["lang"] = "es" if rng.random() < spanish else "en"
+    # Apertium reads "show" as a spectacle ("espectáculo"): "anime" says what is meant.
+    spanish_texts = iter(translate([re.sub(r"\bshows?\b", "anime", r["query"], flags=re.I)
+                                    for r in rows if r["lang"] == "es"]))
+    return [{"query": r["query"] if r["lang"] == "en" else casual(next(spanish_texts), rng),
+             "lang": r["lang"], "kind": "llm", "anime_id": r["anime_id"], "source": None}
+            for r in rows]
 
 
 if __name__ == "__main__":
