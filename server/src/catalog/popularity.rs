@@ -17,10 +17,8 @@
 
 use sqlx::{Postgres, Transaction};
 
-/// The popularity search weighs, as SQL over the `anime` row aliased `a`: the larger of its own
-/// count and the estimate (PostgreSQL's `greatest` skips a NULL), else 0 (a catalog where no anime
-/// has one).
-pub const MEMBERS_SQL: &str = "coalesce(greatest(a.popularity, a.estimated_popularity), 0)";
+// The popularity search weighs is the column `anime.members` (migration `…_members_column.sql`):
+// the larger of an anime's own count and the estimate made here, else 0.
 
 /// Recomputes every estimate; returns how many changed (0 when the catalog did not move them,
 /// so an unchanged ingest leaves the catalog version, and the results cache, alone).

@@ -28,7 +28,6 @@ use app::search::Filters;
 use sqlx::PgPool;
 
 use super::{cache, filters, vector::VectorHit};
-use crate::catalog::popularity::MEMBERS_SQL;
 
 /// [`SearchParams`](super::params::SearchParams)`::vector.rescore_margin`.
 const RESCORE_MARGIN: f64 = super::params::PARAMS.vector.rescore_margin;
@@ -297,11 +296,11 @@ async fn read(pool: &PgPool, model: &str, dimension: usize) -> Result<Snapshot, 
     let catalog_version: i64 = sqlx::query_scalar("SELECT version FROM catalog_version")
         .fetch_one(&mut *tx)
         .await?;
-    let documents: Vec<DocumentRow> = sqlx::query_as(&format!(
-        "SELECT e.anime_id, {MEMBERS_SQL} AS members, e.embedding
+    let documents: Vec<DocumentRow> = sqlx::query_as(
+        "SELECT e.anime_id, a.members, e.embedding
          FROM embeddings e JOIN anime a ON a.id = e.anime_id
-         WHERE e.model = $1 ORDER BY e.anime_id"
-    ))
+         WHERE e.model = $1 ORDER BY e.anime_id",
+    )
     .bind(model)
     .fetch_all(&mut *tx)
     .await?;

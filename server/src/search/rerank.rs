@@ -13,8 +13,6 @@ use std::collections::HashMap;
 
 use sqlx::PgPool;
 
-use crate::catalog::popularity::MEMBERS_SQL;
-
 use super::{cues::QueryCues, fusion::Fused, lexical::LexicalHit, vector};
 
 /// [`SearchParams`](super::params::SearchParams)`::rerank.candidates`.
@@ -159,8 +157,8 @@ pub async fn candidates(
             }
         }
     }
-    let facts: HashMap<i32, CandidateFacts> = sqlx::query_as::<_, CandidateFacts>(&format!(
-        "SELECT a.id, {MEMBERS_SQL} AS popularity, coalesce(a.season_year, a.start_year) AS year, a.format,
+    let facts: HashMap<i32, CandidateFacts> = sqlx::query_as::<_, CandidateFacts>(
+        "SELECT a.id, a.members AS popularity, coalesce(a.season_year, a.start_year) AS year, a.format,
                 a.genres,
                 concat_ws('. ',
                     concat_ws(' / ', coalesce(a.title_romaji, a.title_native), a.title_english),
@@ -176,8 +174,8 @@ pub async fn candidates(
              WHERE p.root_id = a.franchise_root_id AND a.id <> a.franchise_root_id
              ORDER BY p.generator = $3, p.created_at DESC LIMIT 1
          ) premise ON true
-         WHERE a.id = ANY($1)"
-    ))
+         WHERE a.id = ANY($1)",
+    )
     .bind(&ids)
     .bind(SUMMARY_CHARS as i32)
     .bind(crate::catalog::franchise::LOCAL_GENERATOR)

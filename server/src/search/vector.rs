@@ -11,8 +11,6 @@ use std::collections::HashMap;
 use app::search::Filters;
 use sqlx::PgPool;
 
-use crate::catalog::popularity::MEMBERS_SQL;
-
 use super::{
     e5,
     embedder::{OPENAI_DIMENSION, OPENAI_MODEL},
@@ -68,7 +66,7 @@ fn walk_sql(model: &str, table: &str, cosines: &str) -> Result<String, VectorErr
         .replace("{d}", &dimension.to_string())
         .replace("{name}", name);
     Ok(format!(
-        "SELECT e.anime_id, {MEMBERS_SQL} AS popularity, {cosines}
+        "SELECT e.anime_id, a.members AS popularity, {cosines}
          FROM {table} e JOIN anime a ON a.id = e.anime_id
          WHERE e.model = '{name}' {filters}
          ORDER BY e.embedding::vector({dimension}) <=> $1::vector({dimension})
@@ -161,7 +159,7 @@ struct EvidenceRow {
 fn evidence_sql(model: &str) -> Result<String, VectorError> {
     let (name, dimension) = index_terms(model)?;
     Ok(format!(
-        "SELECT a.id AS anime_id, {MEMBERS_SQL} AS popularity,
+        "SELECT a.id AS anime_id, a.members AS popularity,
                 1 - (SELECT e.embedding::vector({dimension}) <=> $1::vector({dimension})
                      FROM embeddings e WHERE e.anime_id = a.id AND e.model = '{name}') AS document,
                 1 - nearest.distance AS passage, nearest.passage AS passage_index
@@ -473,7 +471,7 @@ pub fn similar_sql(model: &str) -> Result<String, VectorError> {
                                    WHERE e.anime_id = c.anime_id AND e.model = '{name}'), 1) AS text_cosine,
                 1 - coalesce(y.d, (SELECT d.themes <=> (SELECT t FROM source) FROM documents d
                                    WHERE d.anime_id = c.anime_id), 1) AS theme_cosine,
-                {MEMBERS_SQL} AS popularity,
+                a.members AS popularity,
                 coalesce(a.average_score, 0) AS average_score,
                 a.franchise_root_id,
                 array_remove(ARRAY[a.title_romaji, a.title_english], NULL) AS titles,

@@ -361,16 +361,13 @@ fn set_facts(media: &mut Media, year: Option<i32>, score: Option<i32>, popularit
     media.popularity = popularity;
 }
 
-/// What search reads as an anime's popularity ([`catalog::popularity::MEMBERS_SQL`]).
+/// What search reads as an anime's popularity (the column `anime.members`).
 async fn members_read(pool: &PgPool, id: i32) -> i32 {
-    sqlx::query_scalar(&format!(
-        "SELECT {} FROM anime a WHERE a.id = $1",
-        catalog::popularity::MEMBERS_SQL
-    ))
-    .bind(id)
-    .fetch_one(pool)
-    .await
-    .unwrap()
+    sqlx::query_scalar("SELECT members FROM anime WHERE id = $1")
+        .bind(id)
+        .fetch_one(pool)
+        .await
+        .unwrap()
 }
 
 /// A record without a popularity gets the median popularity of the anime scored within 2 points
