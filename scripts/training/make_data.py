@@ -343,6 +343,14 @@ def main():
 LLM_LEAD = re.compile(r"^(an? )?(anime |show |series )(about |where |that |in which |with |of )", re.I)
 
 
+def tidy_spanish(text, rng):
+    """Apertium's output as typed: one space between words, and the function words it
+    capitalises after "anime" ("anime Sobre …") in lower case."""
+    text = " ".join(text.split())
+    text = re.sub(r"(?<= )(Sobre|Donde|Con|De|En|Que|Dónde)\b", lambda m: m.group(1).lower(), text)
+    return casual(text, rng)
+
+
 def llm_rows(path, spanish, seed):
     """The LLM's queries: half lose their "show about" lead, about two thirds go to Spanish.
     Their own random stream, so the rule-made queries stay as they were without them."""
@@ -355,7 +363,7 @@ def llm_rows(path, spanish, seed):
     # Apertium reads "show" as a spectacle ("espectáculo"): "anime" says what is meant.
     spanish_texts = iter(translate([re.sub(r"\bshows?\b", "anime", r["query"], flags=re.I)
                                     for r in rows if r["lang"] == "es"]))
-    return [{"query": r["query"] if r["lang"] == "en" else casual(next(spanish_texts), rng),
+    return [{"query": r["query"] if r["lang"] == "en" else tidy_spanish(next(spanish_texts), rng),
              "lang": r["lang"], "kind": "llm", "anime_id": r["anime_id"], "source": None}
             for r in rows]
 
