@@ -70,14 +70,23 @@ pub fn pipeline_fingerprint(
         vector = format!("{vector}|second:{}", super::vector::fingerprint(view));
     }
     format!(
-        "r{PIPELINE_REVISION}|{embedding_model}|{reranker}|{translator}|w{synonyms}|{}|s{}|{}|{}|{}",
+        "r{PIPELINE_REVISION}|{embedding_model}|{reranker}|{translator}|w{synonyms}|{}|{}",
+        *FIXED_PART,
+        hex::encode(Sha256::digest(vector.as_bytes())),
+    )
+}
+
+/// The part of [`pipeline_fingerprint`] no engine setting changes (the numbers, the snippet
+/// length, the rerank features, the lexical SQL): hashed once per process, not per search.
+static FIXED_PART: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "{}|s{}|{}|{}",
         super::params::PARAMS.fingerprint(),
         crate::catalog::pages::SNIPPET_CHARS,
         rerank::fingerprint(rerank::FEATURES),
         lexical::fingerprint(),
-        hex::encode(Sha256::digest(vector.as_bytes())),
     )
-}
+});
 
 /// The key of a page: `normalised` is the query as [`normalise`] leaves it
 /// ([`super::Query::results_key`]).

@@ -34,8 +34,8 @@ const RESCORE_MARGIN: f64 = super::params::PARAMS.vector.rescore_margin;
 /// [`SearchParams`](super::params::SearchParams)`::vector.rescore_most`.
 const RESCORE_MOST: usize = super::params::PARAMS.vector.rescore_most;
 
-/// Which models `held` searches in memory, and how (part of the results cache's pipeline
-/// fingerprint: the exact list and the HNSW walks' may differ).
+/// Which models `held` searches in memory (part of the results cache's pipeline fingerprint:
+/// the exact list and the HNSW walks' may differ; the rescoring numbers are in `PARAMS`).
 pub fn fingerprint(held: &[Arc<VectorsInMemory>]) -> String {
     let mut models: Vec<&str> = held.iter().map(|vectors| vectors.model()).collect();
     models.sort_unstable();
