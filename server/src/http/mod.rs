@@ -160,7 +160,9 @@ pub fn router(state: AppState) -> Router {
         ))
         .layer(
             tower::ServiceBuilder::new()
-                .layer(axum::error_handling::HandleErrorLayer::new(limits::overloaded))
+                .layer(axum::error_handling::HandleErrorLayer::new(
+                    limits::overloaded,
+                ))
                 .load_shed()
                 .layer(tower::limit::GlobalConcurrencyLimitLayer::new(
                     state.site.limits.max_in_flight,
@@ -174,17 +176,24 @@ pub fn router(state: AppState) -> Router {
         ))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(
-            TraceLayer::new_for_http().make_span_with(|request: &axum::http::Request<_>| {
-                let id = request
-                    .headers()
-                    .get("x-request-id")
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or_default();
-                tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id = %id)
-            }),
+            TraceLayer::new_for_http()
+                .make_span_with(|request: &axum::http::Request<_>| request_span(request)),
         )
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
         .with_state(state)
+}
+
+/// Every request's span. A client may send its own `x-request-id` (it is kept and echoed), so
+/// the id is logged with `Debug`: quoted and escaped, a forged `id user=1 status=200` stays one
+/// field's value instead of reading as fields of its own. The method and path need no quoting:
+/// hyper refuses spaces and control bytes in both.
+fn request_span<B>(request: &axum::http::Request<B>) -> tracing::Span {
+    let id = request
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    tracing::info_span!("request", method = %request.method(), path = %request.uri().path(), request_id = ?id)
 }
 
 /// The pages' routes, generated once per process. Generating them renders the app with every
@@ -431,4 +440,62 @@ async fn api_similar(
             .similar(id, exclude, crate::search::SIMILAR_COUNT)
             .await?,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// What a subscriber printed, shared with the test that reads it.
+    #[derive(Clone, Default)]
+    struct Printed(Arc<Mutex<Vec<u8>>>);
+
+    impl io::Write for Printed {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// The log line of one event inside the span of a request carrying `request_id`.
+    fn logged_under(request_id: &str) -> String {
+        let printed = Printed::default();
+        let writer = printed.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        let request = axum::http::Request::get("/anime/1")
+            .header("x-request-id", request_id)
+            .body(())
+            .unwrap();
+        tracing::subscriber::with_default(subscriber, || {
+            request_span(&request).in_scope(|| tracing::info!("served"));
+        });
+        String::from_utf8(printed.0.lock().unwrap().clone()).unwrap()
+    }
+
+    #[test]
+    fn a_request_id_sent_by_the_client_cannot_forge_log_fields() {
+        let line = logged_under("forged user=1 status=200");
+        assert!(
+            line.contains(r#"request_id="forged user=1 status=200""#),
+            "the client's id is one quoted value: {line}"
+        );
+        assert!(!line.contains("request_id=forged"), "{line}");
+        let line = logged_under(r#"a" user="1"#);
+        assert!(line.contains(r#"request_id="a\" user=\"1""#), "{line}");
+        // Our own ids (a UUID when the client sent none) read as before, only quoted.
+        let line = logged_under("4f1c2a9e-0000-4000-8000-000000000000");
+        assert!(
+            line.contains(r#"request_id="4f1c2a9e-0000-4000-8000-000000000000""#),
+            "{line}"
+        );
+    }
 }
