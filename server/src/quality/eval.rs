@@ -567,7 +567,7 @@ async fn rank_text_case(
     confident: &mut ConfidentReport,
 ) -> Result<(CaseRankings, Vec<Candidate>)> {
     let reranker = LocalReranker::default();
-    let (_, trace) = engine.search_traced(query, &Filters::default()).await?;
+    let trace = engine.search_traced(query, &Filters::default()).await?.trace;
     let retrieval = &trace.retrieval;
     let lexical: Vec<i32> = retrieval.lexical.iter().map(|hit| hit.anime_id).collect();
     let vector_ids: Vec<i32> = retrieval.vector.iter().map(|hit| hit.anime_id).collect();
@@ -584,7 +584,7 @@ async fn rank_text_case(
             .collect()
     };
     // The local reranker's order always (`rrf+local`), whatever the served reranker did.
-    let reranked = complete(reranker.order(&trace.candidates));
+    let reranked = complete(reranker.order(&trace.candidates.pool));
     let margin = fused_margin(&retrieval.fused);
     let fused_right = fused.first().is_some_and(|id| expected.contains(id));
     let reranked_right = reranked.first().is_some_and(|id| expected.contains(id));
@@ -601,7 +601,7 @@ async fn rank_text_case(
     let llm = match llm {
         Some(llm) => {
             let began = std::time::Instant::now();
-            let order = match llm.rerank(query, &trace.candidates).await {
+            let order = match llm.rerank(query, &trace.candidates.pool).await {
                 Ok(order) => order,
                 Err(error) => {
                     tracing::warn!(%error, "LLM rerank failed: fused order");
@@ -629,7 +629,7 @@ async fn rank_text_case(
         llm,
         english: retrieval.translation.clone(),
     };
-    Ok((rankings, trace.candidates))
+    Ok((rankings, trace.candidates.pool))
 }
 
 /// Each method's metrics over all cases, per language and per kind.

@@ -1,15 +1,21 @@
-//! Search: a description in, anime out. The pipeline, top to bottom, is [`SearchEngine::retrieve`]:
+//! Search: a description in, anime out. The pipeline is a chain of typed hand-offs, each stage
+//! reading the previous one's output ([`SearchEngine::search_traced`]):
 //!
-//! 1. check the query (non-empty, at most [`MAX_QUERY_CHARS`]);
-//! 2. in parallel: the lexical branch ([`lexical`]) and the query embedding ([`embedder`])
-//!    followed by the vector branch ([`vector`]), both filtered ([`filters`]), top 50 each; and,
-//!    when configured, the same vector search over a second model's vectors ([`second_view`]);
-//! 3. reciprocal rank fusion ([`fusion`], k = 60), each result labelled with its branch.
+//! 1. [`Query`]: the text cleaned, checked (non-empty, at most [`MAX_QUERY_CHARS`]) and
+//!    normalised once, with its results-cache key;
+//! 2. [`Retrieval`] ([`SearchEngine::retrieve`]): in parallel the lexical branch ([`lexical`])
+//!    and the query embedding ([`embedder`]) followed by the vector branch ([`vector`]), both
+//!    filtered ([`filters`]), top 50 each, and when configured the same over a second model's
+//!    vectors ([`second_view`]); then reciprocal rank fusion ([`fusion`], k = 60);
+//! 3. [`rerank::Candidates`]: the fused top 25, and each list's top 15 wherever fusion put them
+//!    ([`rerank::candidate_pool`]), with all their evidence;
+//! 4. [`Ranked`]: the reranker's order of them within its budget, or the fused order;
+//! 5. [`Page`]: the parts of the leading works placed and the page's hits read ([`page`]), with
+//!    a [`Trace`] of every hand-off (what `server eval` scores).
 //!
-//! [`SearchEngine::search`] then reorders the fused top 25, and each list's top 15 wherever
-//! fusion put them, with the local reranker ([`rerank::candidate_pool`]) and adds what a page
-//! shows; "similar to" reads an anime's stored vector ([`vector::similar`]). Every stage is
-//! timed under the names `bench` and `eval` print.
+//! [`SearchEngine::search`] serves the same behind the results cache; "similar to" reads an
+//! anime's stored vector ([`vector::similar`]). Every stage is timed under the names `bench`
+//! and `eval` print.
 
 pub mod cache;
 pub mod cues;
@@ -118,8 +124,9 @@ impl StageTimes {
     }
 }
 
-/// Both branches' ranked lists and their fusion: what evaluation compares.
-#[derive(Debug, Clone)]
+/// Both branches' ranked lists and their fusion: what evaluation compares. The pipeline's
+/// second hand-off, from [`Query`] to the rerank stage's [`rerank::candidates`].
+#[derive(Debug, Clone, Default)]
 pub struct Retrieval {
     /// Lexical matches, best first.
     pub lexical: Vec<lexical::LexicalHit>,
@@ -137,19 +144,35 @@ pub struct Retrieval {
     pub times: StageTimes,
 }
 
+/// The pipeline's fourth hand-off, from the rerank stage to the page: the served order.
+/// (Not named `Ranking`: that is how the order was made, which the page tells the browser.)
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ranked {
+    pub ranking: Ranking,
+    /// The reranker's order of the candidates; empty when the fused order stood (a confident
+    /// leader, a failure or the budget).
+    pub reranked: Vec<i32>,
+    /// Every fused result in served order: the reranked candidates, then the rest of the fused
+    /// order ([`rerank::served_order`]).
+    pub order: Vec<i32>,
+}
+
 /// One search's stages as served ([`SearchEngine::search_traced`]): what `server eval` scores,
 /// so its numbers are those of the page users get.
 pub struct Trace {
     pub retrieval: Retrieval,
-    /// The rerank stage's candidates, with all their evidence.
-    pub candidates: Vec<rerank::Candidate>,
-    /// The reranker's order of the candidates; empty when the fused order stood (a confident
-    /// leader, a failure or the budget).
-    pub reranked: Vec<i32>,
-    /// The served order before the page is cut: the reranked candidates, the rest of the fused
-    /// order, and the parts of the leading works placed after the first ten.
+    pub candidates: rerank::Candidates,
+    pub ranked: Ranked,
+    /// The served order as the page lays it out before cutting it: [`Ranked::order`] with the
+    /// parts of the leading works placed after the first ten ([`page::Layout`]).
     pub served: Vec<i32>,
     pub times: StageTimes,
+}
+
+/// The pipeline's last hand-off: the page, and every stage that made it.
+pub struct Page {
+    pub results: SearchResults,
+    pub trace: Trace,
 }
 
 /// What the vector branch found (hits and the query vector used), and how long embedding and
@@ -382,8 +405,7 @@ impl SearchEngine {
     pub async fn retrieve(&self, raw: &str, filters: &Filters) -> Result<Retrieval, SearchError> {
         // Every stage reads the normalised text the results cache is keyed by, so two queries
         // that share a key always get the same page.
-        self.retrieve_normalised(Query::parse(raw)?.normalised(), filters)
-            .await
+        self.retrieve_query(&Query::parse(raw)?, filters).await
     }
 
     /// The embedding of `text`: from the cache, else from the embedder within its budget.
@@ -509,21 +531,21 @@ impl SearchEngine {
         }
     }
 
-    /// [`retrieve`](Self::retrieve) for a query already cleaned and normalised.
-    async fn retrieve_normalised(
+    /// [`retrieve`](Self::retrieve) for a parsed query: every branch reads its normalised text.
+    async fn retrieve_query(
         &self,
-        query: &str,
+        query: &Query,
         filters: &Filters,
     ) -> Result<Retrieval, SearchError> {
         let started = Instant::now();
-        let query = query.to_string();
-        let (translation, translation_failed) = self.english_reading(&query).await;
+        let query = query.normalised();
+        let (translation, translation_failed) = self.english_reading(query).await;
         let translate_time = started.elapsed();
         let lexical = async {
             let began = Instant::now();
             let hits = lexical::search(
                 &self.db.reads,
-                &query,
+                query,
                 translation.as_deref(),
                 self.thesaurus.as_deref(),
                 filters,
@@ -535,7 +557,7 @@ impl SearchEngine {
         .instrument(tracing::info_span!("lexical"));
         let semantic = self.vector_branch(
             self.embedder.as_ref(),
-            &query,
+            query,
             translation.as_deref(),
             filters,
         );
@@ -545,7 +567,7 @@ impl SearchEngine {
                 return (Ok(Vec::new()), Duration::ZERO);
             };
             let branch = self
-                .vector_branch(view.as_ref(), &query, translation.as_deref(), filters)
+                .vector_branch(view.as_ref(), query, translation.as_deref(), filters)
                 .await;
             (branch.outcome.map(|(hits, _)| hits), began.elapsed())
         };
@@ -626,7 +648,7 @@ impl SearchEngine {
         }
         let version = cache::catalog_version(&self.db.reads).await?;
         let vectors_current = self.vectors_caught_up(version).await;
-        let (results, trace) = self.run_pipeline(query, filters, started).await?;
+        let Page { results, trace } = self.run_pipeline(query, filters, started).await?;
         crate::metrics::search_ran(
             &trace.times.stages(),
             results.semantic,
@@ -652,51 +674,41 @@ impl SearchEngine {
 
     /// The page for `raw` with every stage's output, computed afresh (the results cache is
     /// neither read nor written): the served path itself, which `server eval` scores.
-    pub async fn search_traced(
-        &self,
-        raw: &str,
-        filters: &Filters,
-    ) -> Result<(SearchResults, Trace), SearchError> {
+    pub async fn search_traced(&self, raw: &str, filters: &Filters) -> Result<Page, SearchError> {
         let started = Instant::now();
         let query = Query::parse(raw)?;
         check_filters(filters)?;
         self.run_pipeline(query, filters, started).await
     }
 
-    /// Retrieval, the rerank stage and the page's hits for `query`.
+    /// The stages, each handing its typed output to the next: [`Query`] → [`Retrieval`] →
+    /// [`rerank::Candidates`] → [`Ranked`] → [`Page`].
     async fn run_pipeline(
         &self,
         query: Query,
         filters: &Filters,
         started: Instant,
-    ) -> Result<(SearchResults, Trace), SearchError> {
-        let normalised = query.normalised();
-        let retrieval = self.retrieve_normalised(normalised, filters).await?;
+    ) -> Result<Page, SearchError> {
+        let retrieval = self.retrieve_query(&query, filters).await?;
         let began = Instant::now();
         let candidates = rerank::candidates(
             &self.db.reads,
             self.embedder.model(),
-            normalised,
-            retrieval.query_vector.as_deref(),
-            &retrieval.fused,
-            &retrieval.lexical,
-            &retrieval.vector,
+            query.normalised(),
+            &retrieval,
         )
         .await?;
-        let (order, ranking) = self.rerank_stage(normalised, &retrieval, &candidates).await;
+        let ranked = self.rank(&query, &retrieval, &candidates).await;
         let rerank_time = began.elapsed();
-        let served = rerank::served_order(&order, &retrieval.fused);
-        let ranked: Vec<i32> = served.iter().map(|f| f.anime_id).collect();
-        let (served_ids, parts) = parts::placed(&self.db.reads, &ranked, filters).await?;
-        let hits = page::hits(&self.db.reads, &retrieval, &served, &served_ids, &parts).await?;
+        let layout = page::lay_out(&self.db.reads, &retrieval, &ranked, filters).await?;
         let mut times = retrieval.times;
         times.rerank = rerank_time;
         times.total = started.elapsed();
         let results = SearchResults {
             query: query.typed().to_string(),
-            hits,
+            hits: layout.hits,
             semantic: retrieval.query_vector.is_some(),
-            ranking,
+            ranking: ranked.ranking,
             reranker: self.reranker.name(),
             cached: false,
             quota: None,
@@ -705,11 +717,11 @@ impl SearchEngine {
         let trace = Trace {
             retrieval,
             candidates,
-            reranked: order,
-            served: served_ids,
+            ranked,
+            served: layout.served,
             times,
         };
-        Ok((results, trace))
+        Ok(Page { results, trace })
     }
 
     /// What the results cache's key names besides the query: every model, constant and SQL text
@@ -754,23 +766,43 @@ impl SearchEngine {
         Ok(Some((results, times)))
     }
 
-    /// The reranker's order of the candidates within its budget; an empty order (the fused one
-    /// stands) when it skips a confident leader, fails or runs out of time.
-    async fn rerank_stage(
+    /// The rerank stage: the reranker's order of the candidates within its budget, or the
+    /// fused order when it skips a confident leader, fails or runs out of time.
+    async fn rank(
         &self,
-        query: &str,
+        query: &Query,
         retrieval: &Retrieval,
-        candidates: &[rerank::Candidate],
-    ) -> (Vec<i32>, Ranking) {
-        if self.reranker.skips_when_confident()
+        candidates: &rerank::Candidates,
+    ) -> Ranked {
+        let (reranked, ranking) = if self.reranker.skips_when_confident()
             && fused_margin(&retrieval.fused) >= CONFIDENT_MARGIN
         {
-            return (Vec::new(), Ranking::Confident);
+            (Vec::new(), Ranking::Confident)
+        } else {
+            self.rerank_within_budget(query.normalised(), candidates)
+                .await
+        };
+        let order = rerank::served_order(&reranked, &retrieval.fused)
+            .iter()
+            .map(|f| f.anime_id)
+            .collect();
+        Ranked {
+            ranking,
+            reranked,
+            order,
         }
+    }
+
+    /// The reranker's order within [`Budgets::rerank`]; empty (the fused order) on a failure.
+    async fn rerank_within_budget(
+        &self,
+        query: &str,
+        candidates: &rerank::Candidates,
+    ) -> (Vec<i32>, Ranking) {
         let answer = tokio::time::timeout(
             self.budgets.rerank,
             self.reranker
-                .rerank(query, candidates)
+                .rerank(query, &candidates.pool)
                 .instrument(tracing::info_span!("rerank")),
         )
         .await;

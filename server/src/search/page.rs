@@ -3,22 +3,42 @@
 
 use std::collections::HashMap;
 
-use app::search::{Branch, SearchHit};
+use app::search::{Branch, Filters, SearchHit};
 use sqlx::PgPool;
 
-use super::{PAGE_SIZE, Retrieval, SearchError, fusion::Fused, lexical, parts, vector};
+use super::{PAGE_SIZE, Ranked, Retrieval, SearchError, fusion::Fused, lexical, parts, vector};
 
-/// The page's hits: the first [`PAGE_SIZE`] of `served_ids` (the served order with the
-/// parts of the leading works placed, [`parts`]), each with its card, the evidence that
-/// found it and, for those found by meaning, the passage nearest the query.
-pub async fn hits(
+/// The page laid out from the served order.
+pub struct Layout {
+    /// [`Ranked::order`] with the parts of its leading works placed ([`parts::placed`]),
+    /// before it is cut to the page.
+    pub served: Vec<i32>,
+    /// Its first [`PAGE_SIZE`], each with its card, the evidence that found it and, for those
+    /// found by meaning, the passage nearest the query.
+    pub hits: Vec<SearchHit>,
+}
+
+/// The page stage: places the parts of the leading works in `ranked`'s order and reads what the
+/// page's hits show.
+pub async fn lay_out(
     reads: &PgPool,
     retrieval: &Retrieval,
-    served: &[&Fused],
+    ranked: &Ranked,
+    filters: &Filters,
+) -> Result<Layout, SearchError> {
+    let (served, parts) = parts::placed(reads, &ranked.order, filters).await?;
+    let hits = hits(reads, retrieval, &served, &parts).await?;
+    Ok(Layout { served, hits })
+}
+
+/// The first [`PAGE_SIZE`] of `served_ids` as hits.
+async fn hits(
+    reads: &PgPool,
+    retrieval: &Retrieval,
     served_ids: &[i32],
     parts: &[parts::Part],
 ) -> Result<Vec<SearchHit>, SearchError> {
-    let served: HashMap<i32, &Fused> = served.iter().map(|f| (f.anime_id, *f)).collect();
+    let fused: HashMap<i32, &Fused> = retrieval.fused.iter().map(|f| (f.anime_id, f)).collect();
     let ids: Vec<i32> = served_ids.iter().copied().take(PAGE_SIZE).collect();
     let cards = crate::catalog::pages::cards(reads, &ids).await?;
     // The passage nearest the query, for each hit found by meaning.
@@ -38,7 +58,7 @@ pub async fn hits(
         .iter()
         .filter_map(|id| {
             let matched = lexical.get(id);
-            let fused = served.get(id);
+            let fused = fused.get(id);
             let part_of = parts
                 .iter()
                 .find(|p| p.anime_id == *id)

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use sqlx::PgPool;
 
-use super::{cues::QueryCues, fusion::Fused, lexical::LexicalHit, vector};
+use super::{Retrieval, cues::QueryCues, fusion::Fused, lexical::LexicalHit, vector};
 
 /// [`SearchParams`](super::params::SearchParams)`::rerank.candidates`.
 pub const CANDIDATES: usize = super::params::PARAMS.rerank.candidates;
@@ -43,6 +43,14 @@ pub struct Candidate {
     pub genre_match: f64,
     /// Compact text for a language model: title, year, format, the start of the synopsis, tags.
     pub summary: String,
+}
+
+/// The pipeline's third hand-off, from [`Retrieval`] to the rerank stage: the fused results it
+/// may reorder ([`candidate_pool`], in fused order), each with all the evidence any reranker
+/// weighs, read once ([`candidates`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Candidates {
+    pub pool: Vec<Candidate>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -133,19 +141,17 @@ pub async fn candidates(
     pool: &PgPool,
     model: &str,
     query: &str,
-    query_vector: Option<&[f32]>,
-    fused: &[Fused],
-    lexical: &[LexicalHit],
-    vector_hits: &[vector::VectorHit],
-) -> Result<Vec<Candidate>, vector::VectorError> {
-    let top = candidate_pool(fused);
+    retrieval: &Retrieval,
+) -> Result<Candidates, vector::VectorError> {
+    let top = candidate_pool(&retrieval.fused);
+    let vector_hits = &retrieval.vector;
     let ids: Vec<i32> = top.iter().map(|(_, f)| f.anime_id).collect();
     let mut evidence: HashMap<i32, vector::VectorHit> = vector_hits
         .iter()
         .filter(|hit| ids.contains(&hit.anime_id))
         .map(|hit| (hit.anime_id, *hit))
         .collect();
-    if let Some(query_vector) = query_vector {
+    if let Some(query_vector) = retrieval.query_vector.as_deref() {
         let missing: Vec<i32> = ids
             .iter()
             .copied()
@@ -186,9 +192,9 @@ pub async fn candidates(
     .map(|row| (row.id, row))
     .collect();
     let cues = QueryCues::read(query);
-    let lexical: HashMap<i32, LexicalHit> =
-        lexical.iter().map(|h| (h.anime_id, h.clone())).collect();
-    Ok(top
+    let lexical: HashMap<i32, &LexicalHit> =
+        retrieval.lexical.iter().map(|h| (h.anime_id, h)).collect();
+    let with_evidence = top
         .iter()
         .map(|&(i, f)| {
             let fact = facts.get(&f.anime_id);
@@ -198,7 +204,7 @@ pub async fn candidates(
                 rrf: f.score,
                 cosine: evidence.get(&f.anime_id).map(|e| e.document),
                 passage_cosine: evidence.get(&f.anime_id).and_then(|e| e.passage),
-                lexical: lexical.get(&f.anime_id).cloned(),
+                lexical: lexical.get(&f.anime_id).map(|&hit| hit.clone()),
                 popularity: fact.and_then(|f| f.popularity).unwrap_or(0),
                 era_match: fact.is_some_and(|f| cues.era_matches(f.year)),
                 format_match: fact.is_some_and(|f| cues.format_matches(f.format.as_deref())),
@@ -206,7 +212,10 @@ pub async fn candidates(
                 summary: fact.map(|f| f.summary.clone()).unwrap_or_default(),
             }
         })
-        .collect())
+        .collect();
+    Ok(Candidates {
+        pool: with_evidence,
+    })
 }
 
 /// How a feature reads its value from a candidate, on a scale that compares across queries.

@@ -1001,16 +1001,25 @@ async fn mob_psycho_iii_and_its_root(pool: &PgPool) -> (i32, Vec<fusion::Fused>)
     (root, fusion::rrf(&[MOB_PSYCHO_III, root], &[], fusion::K))
 }
 
+/// A retrieval that found `fused` and nothing else (no query vector, no branch lists).
+fn fused_only(fused: Vec<fusion::Fused>) -> server::search::Retrieval {
+    server::search::Retrieval {
+        fused,
+        ..server::search::Retrieval::default()
+    }
+}
+
 /// What a language-model reranker reads of a sequel starts from its franchise's premise (the
 /// sequel's own synopsis assumes the story so far); the franchise's first entry has none.
 #[sqlx::test(migrations = "../migrations")]
 async fn a_sequels_rerank_summary_carries_its_franchise_premise(pool: PgPool) {
     let (root, fused) = mob_psycho_iii_and_its_root(&pool).await;
-    let candidates = rerank::candidates(&pool, MODEL, "mob psycho", None, &fused, &[], &[])
+    let candidates = rerank::candidates(&pool, MODEL, "mob psycho", &fused_only(fused))
         .await
         .unwrap();
     let summary = |id: i32| {
         candidates
+            .pool
             .iter()
             .find(|c| c.anime_id == id)
             .map(|c| c.summary.clone())
@@ -1045,9 +1054,10 @@ async fn candidates_know_whether_they_have_the_era_format_and_genres_the_query_n
         let pool = pool.clone();
         let fused = fused.clone();
         async move {
-            rerank::candidates(&pool, MODEL, query, None, &fused, &[], &[])
+            rerank::candidates(&pool, MODEL, query, &fused_only(fused))
                 .await
                 .unwrap()
+                .pool
                 .into_iter()
                 .map(|c| (c.anime_id, (c.era_match, c.format_match, c.genre_match)))
                 .collect::<std::collections::HashMap<_, _>>()
