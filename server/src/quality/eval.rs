@@ -567,7 +567,10 @@ async fn rank_text_case(
     confident: &mut ConfidentReport,
 ) -> Result<(CaseRankings, Vec<Candidate>)> {
     let reranker = LocalReranker::default();
-    let trace = engine.search_traced(query, &Filters::default()).await?.trace;
+    let trace = engine
+        .search_traced(query, &Filters::default())
+        .await?
+        .trace;
     let retrieval = &trace.retrieval;
     let lexical: Vec<i32> = retrieval.lexical.iter().map(|hit| hit.anime_id).collect();
     let vector_ids: Vec<i32> = retrieval.vector.iter().map(|hit| hit.anime_id).collect();
